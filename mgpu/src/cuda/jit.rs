@@ -1,0 +1,333 @@
+//! Run-time compilation: kernel sources specialized by element type, operator, tuning and
+//! architecture, compiled to a cubin with NVRTC, cached in memory (by the caller) and on disk.
+
+use crate::error::{Error, Result};
+use crate::tuning::Tuning;
+use crate::{Element, Op};
+use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
+use std::ffi::CString;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+const INTRINSICS: &str = include_str!("kernels/intrinsics.cuh");
+const LOADSTORE: &str = include_str!("kernels/loadstore.cuh");
+const CTA_REDUCE: &str = include_str!("kernels/cta_reduce.cuh");
+const CTA_SCAN: &str = include_str!("kernels/cta_scan.cuh");
+const LOOKBACK: &str = include_str!("kernels/lookback.cuh");
+const KERNEL_REDUCE: &str = include_str!("kernels/kernel_reduce.cu");
+const KERNEL_SCAN: &str = include_str!("kernels/kernel_scan.cu");
+
+/// A kernel family's module: which source files it is made of and which kernels it exports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Module {
+    /// `mgpu_reduce`.
+    Reduce,
+    /// `mgpu_scan_lookback`, `mgpu_scan_tiles`.
+    Scan,
+}
+
+impl Module {
+    fn sources(self) -> &'static [&'static str] {
+        match self {
+            Module::Reduce => &[INTRINSICS, LOADSTORE, CTA_REDUCE, KERNEL_REDUCE],
+            Module::Scan => &[INTRINSICS, LOADSTORE, CTA_REDUCE, CTA_SCAN, LOOKBACK, KERNEL_SCAN],
+        }
+    }
+    /// The kernels the module exports.
+    pub fn kernels(self) -> &'static [&'static str] {
+        match self {
+            Module::Reduce => &["mgpu_reduce"],
+            Module::Scan => &["mgpu_scan_lookback", "mgpu_scan_tiles"],
+        }
+    }
+    /// The module's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Module::Reduce => "reduce",
+            Module::Scan => "scan",
+        }
+    }
+}
+
+/// The full CUDA C++ source of a module, specialized for `T`, `op` and `tuning`.
+pub fn source<T: Element>(module: Module, op: &Op<T>, tuning: &Tuning) -> String {
+    let mut s = String::with_capacity(32 * 1024);
+    s.push_str(&format!(
+        "// mgpu {} kernels, generated\n#define MGPU_NT {}\n#define MGPU_VT {}\n#define MGPU_OCC {}\n\
+         #define MGPU_BACKOFF {}\n#define MGPU_COMMUTATIVE {}\n",
+        module.name(),
+        tuning.nt,
+        tuning.vt,
+        tuning.occ,
+        tuning.backoff_ns,
+        op.is_commutative() as u32
+    ));
+    s.push_str(T::CUDA_DECLARATION);
+    s.push_str(&format!(
+        "\ntypedef {ty} T;\nstatic_assert(sizeof(T) == {size} && alignof(T) == {align}, \
+         \"the CUDA declaration of {ty} does not match the Rust type's size {size} / alignment {align}\");\n",
+        ty = T::CUDA_TYPE,
+        size = std::mem::size_of::<T>(),
+        align = std::mem::align_of::<T>()
+    ));
+    s.push_str(op.cuda_helpers());
+    s.push_str(&format!(
+        "\nstruct Op {{\n  __device__ __forceinline__ T operator()(const T& a, const T& b) const {{\n    \
+         return ({});\n  }}\n}};\n",
+        op.cuda_expression()
+    ));
+    for part in module.sources() {
+        s.push_str(part);
+        s.push('\n');
+    }
+    s
+}
+
+/// What ptxas reported for one kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelReport {
+    /// The kernel's name.
+    pub name: String,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Static shared memory in bytes.
+    pub shared_bytes: u32,
+    /// Stack frame in bytes (non-zero: some array lives in local memory).
+    pub stack_frame: u32,
+    /// Bytes of spill stores.
+    pub spill_stores: u32,
+    /// Bytes of spill loads.
+    pub spill_loads: u32,
+}
+
+impl KernelReport {
+    /// True when nothing went to local memory.
+    pub fn clean(&self) -> bool {
+        self.stack_frame == 0 && self.spill_stores == 0 && self.spill_loads == 0
+    }
+}
+
+/// A compiled module: the cubin and what ptxas said about each kernel.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The cubin for the exact architecture.
+    pub cubin: Vec<u8>,
+    /// ptxas's per-kernel report (empty when the cubin came from the disk cache).
+    pub reports: Vec<KernelReport>,
+}
+
+static COMPILES: AtomicU64 = AtomicU64::new(0);
+static COMPILE_NANOS: AtomicU64 = AtomicU64::new(0);
+static DISK_HITS: AtomicU64 = AtomicU64::new(0);
+
+/// Counters of the JIT in this process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JitStats {
+    /// NVRTC compilations run.
+    pub compiles: u64,
+    /// Total time spent in them, in milliseconds.
+    pub compile_ms: u64,
+    /// Modules found in the on-disk cache instead.
+    pub disk_hits: u64,
+}
+
+/// The JIT counters of this process.
+pub fn stats() -> JitStats {
+    JitStats {
+        compiles: COMPILES.load(Ordering::Relaxed),
+        compile_ms: COMPILE_NANOS.load(Ordering::Relaxed) / 1_000_000,
+        disk_hits: DISK_HITS.load(Ordering::Relaxed),
+    }
+}
+
+/// Whether NVRTC can be loaded (without it nothing can be compiled).
+pub fn nvrtc_available() -> bool {
+    // SAFETY: only probes whether the shared library can be opened; cudarc panics on first use
+    // otherwise, so this must come first.
+    unsafe { nvrtc_sys::is_culib_present() }
+}
+
+fn nvrtc_version() -> Result<(i32, i32)> {
+    static V: OnceLock<std::result::Result<(i32, i32), String>> = OnceLock::new();
+    V.get_or_init(|| {
+        if !nvrtc_available() {
+            return Err("libnvrtc could not be loaded".into());
+        }
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: plain out-parameters; the library is present (checked above).
+        let r = unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) };
+        if r != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+            return Err(format!("nvrtcVersion failed: {r:?}"));
+        }
+        Ok((major, minor))
+    })
+    .clone()
+    .map_err(Error::NoNvrtc)
+}
+
+fn options(arch: u32) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture=sm_{arch}"),
+        "-std=c++17".into(),
+        "--ptxas-options=-v".into(),
+    ]
+}
+
+/// 128-bit FNV-1a: a stable hash for cache keys (no dependency, stable across Rust versions).
+pub(crate) fn stable_hash(parts: &[&[u8]]) -> u128 {
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    for p in parts {
+        for &b in p.iter().chain(&[0xff]) {
+            h ^= b as u128;
+            h = h.wrapping_mul(0x0000000001000000000000000000013B);
+        }
+    }
+    h
+}
+
+/// The cache key of a module: its full source, the options, the architecture and NVRTC's version.
+pub fn cache_key(source: &str, arch: u32) -> Result<u128> {
+    let (ma, mi) = nvrtc_version()?;
+    let opts = options(arch).join(" ");
+    Ok(stable_hash(&[source.as_bytes(), opts.as_bytes(), format!("{arch} {ma}.{mi}").as_bytes()]))
+}
+
+/// The on-disk cache folder: `MGPU_CACHE_DIR`, else `$XDG_CACHE_HOME/mgpu`, else `~/.cache/mgpu`.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("MGPU_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("mgpu"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("mgpu"))
+}
+
+/// Compiles `source` for `sm_{arch}` (or takes the cubin from the disk cache).
+/// `name` is used in error messages only.
+pub fn compile(name: &str, source: &str, arch: u32) -> Result<Compiled> {
+    let key = cache_key(source, arch)?;
+    let path = cache_dir().map(|d| d.join(format!("{key:032x}.sm{arch}.cubin")));
+    if let Some(p) = &path {
+        if let Ok(cubin) = std::fs::read(p) {
+            DISK_HITS.fetch_add(1, Ordering::Relaxed);
+            return Ok(Compiled { cubin, reports: Vec::new() });
+        }
+    }
+    let compiled = compile_uncached(name, source, arch)?;
+    if let Some(p) = &path {
+        // A cache that cannot be written is not an error: the next process compiles again.
+        let _ = write_atomically(p, &compiled.cubin);
+    }
+    Ok(compiled)
+}
+
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().expect("cache files live in a folder");
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().unwrap().to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Compiles without looking at the disk cache, and returns ptxas's report.
+pub fn compile_uncached(name: &str, source: &str, arch: u32) -> Result<Compiled> {
+    nvrtc_version()?;
+    let start = Instant::now();
+    let c_src = CString::new(source)
+        .map_err(|_| Error::InvalidArgument("kernel source contains a NUL byte".into()))?;
+    let c_name = CString::new(format!("{name}.cu")).unwrap();
+    let prog = nvrtc::create_program(&c_src, Some(&c_name))
+        .map_err(|e| Error::NoNvrtc(format!("nvrtcCreateProgram: {e:?}")))?;
+    let opts = options(arch);
+    // SAFETY: `prog` is a live program created above and destroyed exactly once below; the
+    // buffers passed to NVRTC are sized by the matching size queries.
+    let result = unsafe {
+        let compiled = nvrtc::compile_program(prog, &opts);
+        let log = nvrtc::get_program_log(prog)
+            .map(|l| {
+                let bytes: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+            .unwrap_or_default();
+        let out = match compiled {
+            Err(_) => Err(Error::Compile {
+                kernel: name.to_string(),
+                arch: format!("sm_{arch}"),
+                log,
+            }),
+            Ok(()) => {
+                let mut size = 0usize;
+                let r = nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size);
+                let mut cubin = vec![0u8; size];
+                let r2 = if r == nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+                    nvrtc_sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr() as *mut _)
+                } else {
+                    r
+                };
+                if r2 != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+                    Err(Error::NoNvrtc(format!("nvrtcGetCUBIN: {r2:?}")))
+                } else {
+                    Ok(Compiled { cubin, reports: parse_ptxas_log(&log) })
+                }
+            }
+        };
+        let _ = nvrtc::destroy_program(prog);
+        out
+    };
+    COMPILES.fetch_add(1, Ordering::Relaxed);
+    COMPILE_NANOS.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    result
+}
+
+/// Parses ptxas's `-v` output: per function, registers, shared memory, stack and spills.
+pub fn parse_ptxas_log(log: &str) -> Vec<KernelReport> {
+    let mut out: Vec<KernelReport> = Vec::new();
+    let number_before = |line: &str, what: &str| -> Option<u32> {
+        let i = line.find(what)?;
+        line[..i].split_whitespace().last()?.parse().ok()
+    };
+    for line in log.lines() {
+        if let Some(i) = line.find("Function properties for ") {
+            out.push(KernelReport {
+                name: line[i + 24..].trim().to_string(),
+                ..Default::default()
+            });
+        } else if let Some(i) = line.find("Compiling entry function '") {
+            let rest = &line[i + 26..];
+            let name = rest.split('\'').next().unwrap_or("").to_string();
+            if out.last().map(|r| r.name != name).unwrap_or(true) {
+                out.push(KernelReport { name, ..Default::default() });
+            }
+        } else if let Some(r) = out.last_mut() {
+            if line.contains("stack frame") {
+                r.stack_frame = number_before(line, "bytes stack frame").unwrap_or(0);
+                r.spill_stores = number_before(line, "bytes spill stores").unwrap_or(0);
+                r.spill_loads = number_before(line, "bytes spill loads").unwrap_or(0);
+            } else if line.contains("Used ") && line.contains("registers") {
+                r.registers = number_before(line, "registers").unwrap_or(0);
+                r.shared_bytes = number_before(line, "bytes smem").unwrap_or(0);
+            }
+        }
+    }
+    // ptxas may print both headers for one kernel; keep one report per name.
+    out.dedup_by(|b, a| {
+        if a.name == b.name {
+            a.registers = a.registers.max(b.registers);
+            a.shared_bytes = a.shared_bytes.max(b.shared_bytes);
+            a.stack_frame = a.stack_frame.max(b.stack_frame);
+            a.spill_stores = a.spill_stores.max(b.spill_stores);
+            a.spill_loads = a.spill_loads.max(b.spill_loads);
+            true
+        } else {
+            false
+        }
+    });
+    out
+}

@@ -1,0 +1,93 @@
+// intrinsics.cuh: the lowest layer. Word-wise shuffles for any element type, raw copies, and the
+// memory-model accesses (relaxed / acquire / release, L2-coherent loads) the look-back needs.
+// Device code includes no toolkit headers: NVRTC compiles it with nothing but this text.
+
+typedef unsigned long long u64;
+typedef long long i64;
+
+#define MGPU_FULL_MASK 0xffffffffu
+#define MGPU_WARP 32
+#define MGPU_NV (MGPU_NT * MGPU_VT)
+#define MGPU_WARPS (MGPU_NT / MGPU_WARP)
+
+// Elements per 16-byte vector, or 1 where the element size does not divide 16.
+#define MGPU_VEC ((16 % sizeof(T) == 0) ? (16 / (int)sizeof(T)) : 1)
+
+template <typename U>
+__device__ __forceinline__ U bit_cast_to(const void* p) {
+  U u;
+  memcpy(&u, p, sizeof(U));
+  return u;
+}
+
+// Shuffles move 32-bit words, so any trivially copyable element (a user struct too) goes word by word.
+template <typename X>
+__device__ __forceinline__ X shfl_down(X x, int offset) {
+  constexpr int W = (sizeof(X) + 3) / 4;
+  unsigned w[W];
+  memcpy(w, &x, sizeof(X));
+#pragma unroll
+  for (int i = 0; i < W; ++i) w[i] = __shfl_down_sync(MGPU_FULL_MASK, w[i], offset);
+  memcpy(&x, w, sizeof(X));
+  return x;
+}
+
+template <typename X>
+__device__ __forceinline__ X shfl_up(X x, int offset) {
+  constexpr int W = (sizeof(X) + 3) / 4;
+  unsigned w[W];
+  memcpy(w, &x, sizeof(X));
+#pragma unroll
+  for (int i = 0; i < W; ++i) w[i] = __shfl_up_sync(MGPU_FULL_MASK, w[i], offset);
+  memcpy(&x, w, sizeof(X));
+  return x;
+}
+
+template <typename X>
+__device__ __forceinline__ X shfl_idx(X x, int lane) {
+  constexpr int W = (sizeof(X) + 3) / 4;
+  unsigned w[W];
+  memcpy(w, &x, sizeof(X));
+#pragma unroll
+  for (int i = 0; i < W; ++i) w[i] = __shfl_sync(MGPU_FULL_MASK, w[i], lane);
+  memcpy(&x, w, sizeof(X));
+  return x;
+}
+
+// ---- Memory-model accesses for inter-CTA communication (look-back) ----
+__device__ __forceinline__ void store_relaxed_u64(u64* p, u64 v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 load_relaxed_u64(const u64* p) {
+  u64 v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_release_u32(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned load_acquire_u32(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// An element read through L2 (bypassing a possibly stale L1 line), a word at a time.
+template <typename X>
+__device__ __forceinline__ X load_l2(const X* p) {
+  constexpr int W = sizeof(X) / 4;
+  X x;
+  if constexpr (sizeof(X) % 4 == 0) {
+    unsigned w[W];
+#pragma unroll
+    for (int i = 0; i < W; ++i) w[i] = __ldcg(reinterpret_cast<const unsigned*>(p) + i);
+    memcpy(&x, w, sizeof(X));
+  } else {
+    unsigned char b[sizeof(X)];
+#pragma unroll
+    for (int i = 0; i < (int)sizeof(X); ++i)
+      b[i] = (unsigned char)__ldcg(reinterpret_cast<const signed char*>(p) + i);
+    memcpy(&x, b, sizeof(X));
+  }
+  return x;
+}

@@ -1,0 +1,74 @@
+// kernel_reduce.cu: device-wide reduce, one pass of it. CTA c reduces a contiguous range of tiles
+// (contiguous, so that non-commutative operators see their operands in order) and writes one value.
+// The host repeats the pass over the per-CTA values until one CTA remains.
+
+struct ReduceStorage {
+  union {
+    __align__(16) T tile[MGPU_NV];
+    CtaReduceStorage reduce;
+  };
+};
+
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_reduce(const T* in, u64 count, u64 tiles_per_cta, T* out, T identity) {
+  __shared__ ReduceStorage storage;
+  Op op;
+  int tid = threadIdx.x;
+  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  u64 tile_begin = (u64)blockIdx.x * tiles_per_cta;
+  u64 tile_end = min(tile_begin + tiles_per_cta, num_tiles);
+  bool vec_ok = MGPU_VEC > 1 && MGPU_VT % MGPU_VEC == 0 && ((size_t)in & 15) == 0;
+
+  T acc = identity;
+#if MGPU_COMMUTATIVE
+  // Any order will do: stream 16-byte vectors straight into registers, no shared memory.
+  u64 tile = tile_begin;
+  if (vec_ok) {
+    constexpr int PER_THREAD = MGPU_VT / MGPU_VEC;
+    u64 full_end = min(tile_end, count / MGPU_NV);
+    for (; tile < full_end; ++tile) {
+      const uint4* src = reinterpret_cast<const uint4*>(in + tile * MGPU_NV);
+      uint4 r[PER_THREAD];
+#pragma unroll
+      for (int i = 0; i < PER_THREAD; ++i) r[i] = __ldcs(src + i * MGPU_NT + tid);
+#pragma unroll
+      for (int i = 0; i < PER_THREAD; ++i) {
+        T v[MGPU_VEC];
+        memcpy(v, &r[i], 16);
+#pragma unroll
+        for (int j = 0; j < MGPU_VEC; ++j) acc = op(acc, v[j]);
+      }
+    }
+  }
+  for (; tile < tile_end; ++tile) {
+    u64 base = tile * MGPU_NV;
+    int n = (int)min((u64)MGPU_NV, count - base);
+    T r[MGPU_VT];
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      int j = i * MGPU_NT + tid;
+      r[i] = j < n ? in[base + j] : identity;
+    }
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) acc = op(acc, r[i]);
+  }
+  T total = cta_reduce(acc, op, storage.reduce);
+#else
+  // Keep the order: transpose each tile through shared memory, reduce it, fold tile totals in order.
+  T total = identity;
+  for (u64 tile = tile_begin; tile < tile_end; ++tile) {
+    u64 base = tile * MGPU_NV;
+    int n = (int)min((u64)MGPU_NV, count - base);
+    load_tile_to_shared(in + base, n, vec_ok, identity, storage.tile, tid);
+    __syncthreads();
+    T x[MGPU_VT];
+    shared_to_thread_order(storage.tile, tid, x);
+    __syncthreads();
+    acc = x[0];
+#pragma unroll
+    for (int i = 1; i < MGPU_VT; ++i) acc = op(acc, x[i]);
+    total = op(total, cta_reduce(acc, op, storage.reduce));
+  }
+#endif
+  if (tid == 0) out[blockIdx.x] = total;
+}

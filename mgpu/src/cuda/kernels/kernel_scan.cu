@@ -1,0 +1,100 @@
+// kernel_scan.cu: device-wide scan. Two kernels share one tile routine (scan_tile):
+//   mgpu_scan_lookback  single pass, decoupled look-back, tile ids from an atomic counter;
+//   mgpu_scan_tiles     CTA c scans a contiguous range of tiles in order with a running carry. With one
+//                       CTA it is the small-input path and the spine of reduce-then-scan; with many,
+//                       given the spine's carry-ins, it is that algorithm's downsweep.
+
+struct ScanStorage {
+  union {
+    __align__(16) T tile[MGPU_NV];
+    CtaScanStorage scan;
+  };
+  T tile_prefix;
+  T tile_total;
+  i64 tile_id;
+};
+
+// Scans the tile at `base` (n <= NV elements). `carry_in(aggregate)` is called by warp 0 only, with the
+// tile's aggregate, and returns the tile's exclusive prefix. Returns the tile's inclusive total
+// (prefix op aggregate), valid in every thread.
+template <typename CarryIn>
+__device__ __forceinline__ T scan_tile(const T* in, T* out, u64 base, int n, bool exclusive,
+                                       bool vec_in, bool vec_out, T identity, Op op,
+                                       ScanStorage& storage, CarryIn carry_in) {
+  int tid = threadIdx.x;
+  load_tile_to_shared(in + base, n, vec_in, identity, storage.tile, tid);
+  __syncthreads();
+  T x[MGPU_VT];
+  shared_to_thread_order(storage.tile, tid, x);
+  T thread_total = x[0];
+#pragma unroll
+  for (int i = 1; i < MGPU_VT; ++i) thread_total = op(thread_total, x[i]);
+  __syncthreads();  // the tile buffer is shared with the CTA scan's storage
+
+  T aggregate;
+  T thread_prefix = cta_scan_exclusive(thread_total, op, identity, aggregate, storage.scan);
+  if (tid < MGPU_WARP) {
+    T prefix = carry_in(aggregate);
+    if (tid == 0) {
+      storage.tile_prefix = prefix;
+      storage.tile_total = op(prefix, aggregate);
+    }
+  }
+  __syncthreads();
+  T run = op(storage.tile_prefix, thread_prefix);
+  T tile_total = storage.tile_total;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    T next = op(run, x[i]);
+    x[i] = exclusive ? run : next;
+    run = next;
+  }
+  thread_order_to_shared(x, tid, storage.tile);
+  __syncthreads();
+  store_tile_from_shared(storage.tile, n, vec_out, out + base, tid);
+  __syncthreads();  // storage is reused by the next tile
+  return tile_total;
+}
+
+__device__ __forceinline__ bool vector_ok(const void* p) {
+  return MGPU_VEC > 1 && ((size_t)p & 15) == 0;
+}
+
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_scan_lookback(const T* in, T* out, u64 count, int exclusive, u64* tile_counter,
+                       TileStatus status, T* total_out, T identity) {
+  __shared__ ScanStorage storage;
+  Op op;
+  // Tiles are numbered in the order CTAs start, so every predecessor of a tile is running or done:
+  // the look-back always makes progress.
+  if (threadIdx.x == 0) storage.tile_id = (i64)atomicAdd(tile_counter, 1ull);
+  __syncthreads();
+  i64 tile = storage.tile_id;
+  u64 base = (u64)tile * MGPU_NV;
+  int n = (int)min((u64)MGPU_NV, count - base);
+  T total = scan_tile(in, out, base, n, exclusive != 0, vector_ok(in), vector_ok(out), identity, op,
+                      storage, [&](T aggregate) {
+                        return warp_lookback(status, tile, aggregate, op, identity);
+                      });
+  if (total_out && threadIdx.x == 0 && base + n == count) *total_out = total;
+}
+
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_scan_tiles(const T* in, T* out, u64 count, int exclusive, u64 tiles_per_cta,
+                    const T* carry_in, T* total_out, T identity) {
+  __shared__ ScanStorage storage;
+  Op op;
+  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  u64 tile_begin = (u64)blockIdx.x * tiles_per_cta;
+  u64 tile_end = min(tile_begin + tiles_per_cta, num_tiles);
+  T carry = carry_in ? carry_in[blockIdx.x] : identity;
+  bool vec_in = vector_ok(in), vec_out = vector_ok(out);
+  for (u64 tile = tile_begin; tile < tile_end; ++tile) {
+    u64 base = tile * MGPU_NV;
+    int n = (int)min((u64)MGPU_NV, count - base);
+    carry = scan_tile(in, out, base, n, exclusive != 0, vec_in, vec_out, identity, op, storage,
+                      [&](T) { return carry; });
+    if (total_out && threadIdx.x == 0 && base + n == count) *total_out = carry;
+  }
+  if (total_out && count == 0 && blockIdx.x == 0 && threadIdx.x == 0) *total_out = identity;
+}

@@ -1,0 +1,111 @@
+//! Device memory: stream-ordered allocations owned by buffers and temporaries.
+
+use super::{driver, Gpu};
+use crate::error::Result;
+use crate::Element;
+use cudarc::driver::{result, sys, CudaSlice, DeviceRepr};
+use std::sync::Arc;
+
+/// An allocation on the GPU's stream, freed (stream-ordered) on drop.
+pub(crate) struct DeviceMem {
+    pub ptr: sys::CUdeviceptr,
+    pub bytes: usize,
+    pub gpu: Arc<Gpu>,
+}
+
+impl DeviceMem {
+    /// Uninitialized memory; callers write it before any read (temporaries) or zero it.
+    pub fn alloc(gpu: &Arc<Gpu>, bytes: usize) -> Result<DeviceMem> {
+        let ptr = if bytes == 0 {
+            0
+        } else {
+            gpu.ctx.bind_to_thread().map_err(driver("binding the context"))?;
+            // SAFETY: the stream is live; the memory is only used on this stream (all work of a
+            // Context is queued on its one stream).
+            unsafe { result::malloc_async(gpu.stream.cu_stream(), bytes) }
+                .map_err(driver("allocating device memory (out of memory?)"))?
+        };
+        Ok(DeviceMem { ptr, bytes, gpu: gpu.clone() })
+    }
+
+    pub fn zeroed(gpu: &Arc<Gpu>, bytes: usize) -> Result<DeviceMem> {
+        let m = Self::alloc(gpu, bytes)?;
+        m.memset_zero(0, bytes)?;
+        Ok(m)
+    }
+
+    pub fn memset_zero(&self, offset: usize, bytes: usize) -> Result<()> {
+        assert!(offset + bytes <= self.bytes);
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range lies inside this allocation (asserted above).
+        unsafe { result::memset_d8_async(self.ptr + offset as u64, 0, bytes, self.gpu.stream.cu_stream()) }
+            .map_err(driver("memset"))
+    }
+
+    /// Takes ownership of a cudarc slice's allocation (zero-copy).
+    pub fn from_cuda_slice<T: DeviceRepr>(gpu: &Arc<Gpu>, slice: CudaSlice<T>) -> DeviceMem {
+        let bytes = slice.num_bytes();
+        // Work queued on the slice's stream must finish before ours uses the memory.
+        let _ = gpu.stream.join(slice.stream());
+        let ptr = slice.leak();
+        DeviceMem { ptr, bytes, gpu: gpu.clone() }
+    }
+
+    /// Gives the allocation to a cudarc slice of `len` elements (zero-copy).
+    pub fn into_cuda_slice<T: DeviceRepr>(self, len: usize) -> CudaSlice<T> {
+        let me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `ptr` is a live allocation of at least `len * size_of::<T>()` bytes made in this
+        // context, and `me` is never dropped, so the slice becomes its only owner.
+        unsafe { me.gpu.stream.upgrade_device_ptr::<T>(me.ptr, len) }
+    }
+
+    pub fn upload<T: Element>(&self, offset_elems: usize, data: &[T]) -> Result<()> {
+        let bytes = std::mem::size_of_val(data);
+        assert!(offset_elems * std::mem::size_of::<T>() + bytes <= self.bytes);
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the destination range is inside the allocation (asserted); a pageable source is
+        // staged by the driver before the call returns, so `data` need not outlive it.
+        unsafe {
+            result::memcpy_htod_async(
+                self.ptr + (offset_elems * std::mem::size_of::<T>()) as u64,
+                data,
+                self.gpu.stream.cu_stream(),
+            )
+        }
+        .map_err(driver("copying host to device"))
+    }
+
+    /// Copies `out.len()` elements starting at `offset_elems` to the host (synchronizes).
+    pub fn download<T: Element>(&self, offset_elems: usize, out: &mut [T]) -> Result<()> {
+        let bytes = std::mem::size_of_val(out);
+        assert!(offset_elems * std::mem::size_of::<T>() + bytes <= self.bytes);
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the source range is inside the allocation; the stream is synchronized before
+        // `out` is read or released.
+        unsafe {
+            result::memcpy_dtoh_async(
+                out,
+                self.ptr + (offset_elems * std::mem::size_of::<T>()) as u64,
+                self.gpu.stream.cu_stream(),
+            )
+        }
+        .map_err(driver("copying device to host"))?;
+        self.gpu.synchronize()
+    }
+}
+
+impl Drop for DeviceMem {
+    fn drop(&mut self) {
+        if self.ptr != 0 {
+            // SAFETY: the pointer came from malloc_async (or a leaked cudarc slice) in this context
+            // and is freed once, after all work queued before on the stream.
+            let _ = unsafe { result::free_async(self.ptr, self.gpu.stream.cu_stream()) };
+        }
+    }
+}

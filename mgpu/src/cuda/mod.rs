@@ -1,0 +1,182 @@
+//! The CUDA backend: device, memory, run-time compilation and the host side of each primitive.
+//! All `unsafe` of the crate lives under this module, each block with its `SAFETY:` comment.
+
+pub mod jit;
+pub(crate) mod memory;
+pub(crate) mod reduce;
+pub(crate) mod scan;
+
+use crate::error::{Error, Result};
+use crate::tuning::Tuning;
+use crate::{Element, Op};
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, DeviceRepr};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+pub(crate) fn driver(what: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+    move |source| Error::Driver { what, source }
+}
+
+/// Whether the CUDA driver library can be loaded on this machine.
+pub fn driver_available() -> bool {
+    // SAFETY: only probes whether libcuda can be opened; cudarc panics on first use otherwise.
+    unsafe { sys::is_culib_present() }
+}
+
+/// One GPU: its context, the stream all work is queued on, its properties and its loaded modules.
+pub(crate) struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    /// Compute capability as major * 10 + minor (90 for an H100).
+    pub arch: u32,
+    pub sm_count: u32,
+    pub name: String,
+    modules: Mutex<HashMap<String, Arc<LoadedModule>>>,
+}
+
+/// A module loaded on the device, its kernels and their occupancy.
+pub(crate) struct LoadedModule {
+    _module: Arc<CudaModule>,
+    functions: Vec<(&'static str, CudaFunction, u32)>,
+}
+
+impl LoadedModule {
+    /// The kernel and how many of its CTAs fit on one SM.
+    pub fn function(&self, name: &str) -> (&CudaFunction, u32) {
+        let (_, f, blocks) = self
+            .functions
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .expect("kernel names are fixed per module");
+        (f, *blocks)
+    }
+}
+
+impl Gpu {
+    pub fn new(ordinal: usize) -> Result<Gpu> {
+        if !driver_available() {
+            return Err(Error::NoGpu("the CUDA driver library (libcuda.so) was not found".into()));
+        }
+        let count = CudaContext::device_count().map_err(|e| Error::NoGpu(format!("{e}")))?;
+        if count as usize <= ordinal {
+            return Err(Error::NoGpu(format!("device {ordinal} requested, {count} present")));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoGpu(format!("{e}")))?;
+        let (major, minor) = ctx.compute_capability().map_err(driver("compute capability"))?;
+        let sm_count = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(driver("multiprocessor count"))? as u32;
+        let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+        let stream = ctx.new_stream().map_err(driver("creating a stream"))?;
+        // Keep freed stream-ordered memory in the pool: temporaries then cost no driver round trip.
+        // SAFETY: the device handle is the live context's; the attribute takes a u64 by pointer.
+        unsafe {
+            if let Ok(pool) = cudarc::driver::result::device::get_default_mem_pool(ctx.cu_device()) {
+                let mut threshold = u64::MAX;
+                let _ = cudarc::driver::result::mem_pool::set_attribute(
+                    pool,
+                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    &mut threshold as *mut u64 as *mut _,
+                );
+            }
+        }
+        Ok(Gpu {
+            ctx,
+            stream,
+            arch: (major * 10 + minor) as u32,
+            sm_count,
+            name,
+            modules: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The module of `family` specialized for `T`, `op` and `tuning`: from memory, else from the
+    /// disk cache, else compiled.
+    pub fn module<T: Element>(
+        &self,
+        module: jit::Module,
+        op: &Op<T>,
+        tuning: &Tuning,
+    ) -> Result<Arc<LoadedModule>> {
+        let key = format!(
+            "{:?}|{}|{}|{}|{}|{}|{:?}",
+            module,
+            T::CUDA_TYPE,
+            T::CUDA_DECLARATION,
+            op.cuda_expression(),
+            op.cuda_helpers(),
+            op.is_commutative(),
+            tuning
+        );
+        if let Some(m) = self.modules.lock().unwrap().get(&key) {
+            return Ok(m.clone());
+        }
+        let source = jit::source(module, op, tuning);
+        let compiled = jit::compile(module.name(), &source, self.arch)?;
+        let cu_module = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+            .map_err(driver("loading a compiled module"))?;
+        let mut functions = Vec::new();
+        for &name in module.kernels() {
+            let f = cu_module.load_function(name).map_err(driver("loading a kernel"))?;
+            let blocks = f
+                .occupancy_max_active_blocks_per_multiprocessor(tuning.nt, 0, None)
+                .map_err(driver("querying occupancy"))?
+                .max(1);
+            functions.push((name, f, blocks));
+        }
+        let loaded = Arc::new(LoadedModule { _module: cu_module, functions });
+        self.modules.lock().unwrap().insert(key, loaded.clone());
+        Ok(loaded)
+    }
+
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(driver("synchronizing the stream"))
+    }
+}
+
+/// An element passed to a kernel by value.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub(crate) struct ByValue<T>(pub T);
+
+// SAFETY: `Element` requires `bytemuck::Pod`: plain bytes with no pointers or padding invariants,
+// which is what a kernel parameter of the matching CUDA type (checked by static_assert) expects.
+unsafe impl<T: Element> DeviceRepr for ByValue<T> {}
+
+/// Kernel launch on the GPU's stream. Arguments are pushed in order.
+pub(crate) fn launch(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    grid: u32,
+    block: u32,
+    args: &[&dyn PushArg],
+) -> Result<()> {
+    let mut builder = gpu.stream.launch_builder(f);
+    for a in args {
+        a.push(&mut builder);
+    }
+    let cfg = cudarc::driver::LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: every kernel of this crate is launched with arguments matching its signature in
+    // kernels/*.cu (the callers below are written against them); all pointers are live device
+    // allocations of the lengths passed alongside, which the safe API validated.
+    unsafe { builder.launch(cfg) }.map_err(driver("launching a kernel"))?;
+    Ok(())
+}
+
+/// A kernel argument (object-safe wrapper over cudarc's builder).
+pub(crate) trait PushArg {
+    fn push<'a>(&'a self, b: &mut cudarc::driver::LaunchArgs<'a>);
+}
+
+impl<T: DeviceRepr> PushArg for T {
+    fn push<'a>(&'a self, b: &mut cudarc::driver::LaunchArgs<'a>) {
+        use cudarc::driver::PushKernelArg;
+        b.arg(self);
+    }
+}

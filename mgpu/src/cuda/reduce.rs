@@ -1,0 +1,72 @@
+//! Host side of device-wide reduce: passes of `mgpu_reduce` until one CTA remains.
+
+use super::memory::DeviceMem;
+use super::{jit::Module, launch, ByValue, Gpu};
+use crate::error::Result;
+use crate::tuning::{self, Family, Tuning};
+use crate::{Element, Op};
+use cudarc::driver::sys::CUdeviceptr;
+use std::sync::Arc;
+
+/// The work split of one pass: `grid` CTAs, each over `tiles_per_cta` consecutive tiles.
+pub(crate) fn split(num_tiles: u64, max_ctas: u64) -> (u32, u64) {
+    let grid = num_tiles.clamp(1, max_ctas.max(1));
+    let tiles_per_cta = num_tiles.div_ceil(grid).max(1);
+    (num_tiles.div_ceil(tiles_per_cta).max(1) as u32, tiles_per_cta)
+}
+
+pub(crate) fn resolve(gpu: &Gpu, family: Family, size: usize, over: Option<Tuning>) -> Result<Tuning> {
+    match over {
+        Some(t) => {
+            t.validate(size)?;
+            Ok(t)
+        }
+        None => tuning::lookup(family, gpu.arch, size),
+    }
+}
+
+/// Reduces `count` elements at `input` into the element at `out` (device memory).
+pub(crate) fn reduce<T: Element>(
+    gpu: &Arc<Gpu>,
+    input: CUdeviceptr,
+    count: u64,
+    op: &Op<T>,
+    out: CUdeviceptr,
+    tuning: &Tuning,
+) -> Result<()> {
+    let module = gpu.module(Module::Reduce, op, tuning)?;
+    let (f, blocks_per_sm) = module.function("mgpu_reduce");
+    let nt = tuning.nt;
+    let nv = tuning.nv() as u64;
+    let (mut src, mut n) = (input, count);
+    // Each level's partials live until the launch that reads them is queued (frees are stream-ordered).
+    let mut levels: Vec<DeviceMem> = Vec::new();
+    loop {
+        let (grid, tiles_per_cta) = split(n.div_ceil(nv), (gpu.sm_count * blocks_per_sm) as u64);
+        if grid == 1 {
+            return launch(gpu, f, 1, nt, &[&src, &n, &tiles_per_cta, &out, &ByValue(op.identity())]);
+        }
+        let next = DeviceMem::alloc(gpu, grid as usize * std::mem::size_of::<T>())?;
+        launch(gpu, f, grid, nt, &[&src, &n, &tiles_per_cta, &next.ptr, &ByValue(op.identity())])?;
+        src = next.ptr;
+        n = grid as u64;
+        levels.push(next);
+    }
+}
+
+/// Upsweep for reduce-then-scan: one partial per CTA over ranges of `tiles_per_cta` tiles of the
+/// given tuning (the downsweep uses the same ranges).
+pub(crate) fn upsweep<T: Element>(
+    gpu: &Arc<Gpu>,
+    input: CUdeviceptr,
+    count: u64,
+    op: &Op<T>,
+    tuning: &Tuning,
+    grid: u32,
+    tiles_per_cta: u64,
+    partials: CUdeviceptr,
+) -> Result<()> {
+    let module = gpu.module(Module::Reduce, op, tuning)?;
+    let (f, _) = module.function("mgpu_reduce");
+    launch(gpu, f, grid, tuning.nt, &[&input, &count, &tiles_per_cta, &partials, &ByValue(op.identity())])
+}

@@ -1,0 +1,39 @@
+//! # mgpu: GPU parallel primitives for Rust
+//!
+//! The Modern GPU algorithms and the single-pass decoupled look-back scan, for any element type and
+//! any associative operator, on an NVIDIA GPU (CUDA kernels compiled at run time with NVRTC,
+//! specialized and cached) or on the CPU (rayon) through the same API.
+//!
+//! ```
+//! use mgpu::{Context, Op, ScanOptions};
+//! let ctx = Context::new()?; // the GPU when there is one, else the CPU
+//! let data = ctx.upload(&[8, 1, 9, 8, 1])?;
+//! assert_eq!(ctx.reduce(&data, &Op::plus())?, 27);
+//! let mut out = ctx.zeros::<i32>(data.len())?;
+//! ctx.scan(&data, &mut out, &Op::plus(), ScanOptions::exclusive())?;
+//! assert_eq!(out.to_vec()?, vec![0, 8, 9, 18, 26]);
+//! # Ok::<(), mgpu::Error>(())
+//! ```
+//!
+//! Layout: [`Context`] and [`Buffer`] (where data lives), [`Element`] and [`Op`] (what is
+//! computed), [`tuning`] (launch parameters per architecture), the primitives as methods of
+//! `Context`, the CPU backend in `cpu` and the CUDA backend in [`cuda`].
+
+pub mod context;
+pub mod cpu;
+pub mod cuda;
+pub mod element;
+pub mod error;
+pub mod op;
+pub mod reduce;
+pub mod scan;
+pub mod tuning;
+
+pub use context::{Buffer, Context};
+pub use element::Element;
+pub use error::{Error, Result};
+pub use op::{Arithmetic, Bitwise, Op};
+pub use reduce::Total;
+pub use scan::{ScanAlgorithm, ScanKind, ScanOptions};
+pub use tuning::Tuning;
+pub use bytemuck;

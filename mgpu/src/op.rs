@@ -1,0 +1,228 @@
+//! Operators: an associative binary function with its identity, given once for each backend.
+
+use crate::Element;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// An associative binary operator with an identity, runnable on the CPU (a Rust function) and on the
+/// GPU (a CUDA C++ expression over the operands `a` and `b`).
+///
+/// Operators are treated as non-commutative unless declared [`commutative`](Op::commutative):
+/// order-preserving code paths are then used, which are slightly slower for reduce.
+///
+/// ```
+/// use mgpu::Op;
+/// // Built-ins:
+/// let sum = Op::<i32>::plus();
+/// assert_eq!(sum.apply(2, 3), 5);
+/// // A custom commutative operator:
+/// let max_abs = Op::new("max_abs", 0i32, |a: i32, b: i32| a.abs().max(b.abs()),
+///                       "max(abs(a), abs(b))").commutative(true);
+/// assert_eq!(max_abs.apply(-7, 3), 7);
+/// ```
+#[derive(Clone)]
+pub struct Op<T> {
+    name: Cow<'static, str>,
+    identity: T,
+    cpu: Arc<dyn Fn(T, T) -> T + Send + Sync>,
+    cuda_expression: Cow<'static, str>,
+    cuda_helpers: Cow<'static, str>,
+    commutative: bool,
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Op<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Op")
+            .field("name", &self.name)
+            .field("identity", &self.identity)
+            .field("cuda", &self.cuda_expression)
+            .field("commutative", &self.commutative)
+            .finish()
+    }
+}
+
+impl<T: Element> Op<T> {
+    /// A custom operator. `cpu` and `cuda_expression` must compute the same function; `identity`
+    /// must satisfy `op(identity, x) == op(x, identity) == x`.
+    pub fn new(
+        name: impl Into<Cow<'static, str>>,
+        identity: T,
+        cpu: impl Fn(T, T) -> T + Send + Sync + 'static,
+        cuda_expression: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        Op {
+            name: name.into(),
+            identity,
+            cpu: Arc::new(cpu),
+            cuda_expression: cuda_expression.into(),
+            cuda_helpers: Cow::Borrowed(""),
+            commutative: false,
+        }
+    }
+
+    /// Declares whether `op(a, b) == op(b, a)`; commutative operators may take faster paths.
+    pub fn commutative(mut self, commutative: bool) -> Self {
+        self.commutative = commutative;
+        self
+    }
+
+    /// CUDA C++ device functions the expression calls (placed before it in the kernel source).
+    pub fn with_cuda_helpers(mut self, source: impl Into<Cow<'static, str>>) -> Self {
+        self.cuda_helpers = source.into();
+        self
+    }
+
+    /// Applies the operator on the CPU.
+    #[inline]
+    pub fn apply(&self, a: T, b: T) -> T {
+        (self.cpu)(a, b)
+    }
+
+    /// The identity element.
+    pub fn identity(&self) -> T {
+        self.identity
+    }
+
+    /// The operator's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the operator was declared commutative.
+    pub fn is_commutative(&self) -> bool {
+        self.commutative
+    }
+
+    /// The CUDA C++ expression over `a` and `b`.
+    pub fn cuda_expression(&self) -> &str {
+        &self.cuda_expression
+    }
+
+    /// CUDA C++ helper source for the expression.
+    pub fn cuda_helpers(&self) -> &str {
+        &self.cuda_helpers
+    }
+}
+
+/// Built-in arithmetic element types (the ten primitive numbers).
+pub trait Arithmetic: Element + PartialOrd {
+    #[doc(hidden)]
+    const ZERO: Self;
+    #[doc(hidden)]
+    const ONE: Self;
+    /// Smallest value (`-inf` for floats): the identity of `maximum`.
+    const LOWEST: Self;
+    /// Largest value (`+inf` for floats): the identity of `minimum`.
+    const HIGHEST: Self;
+    #[doc(hidden)]
+    fn add(a: Self, b: Self) -> Self;
+    #[doc(hidden)]
+    fn mul(a: Self, b: Self) -> Self;
+    /// The CUDA type in which integer `+` and `*` wrap without undefined behaviour.
+    #[doc(hidden)]
+    const CUDA_WRAP_TYPE: &'static str;
+}
+
+/// Built-in integer element types, for the bitwise operators.
+pub trait Bitwise: Arithmetic {
+    #[doc(hidden)]
+    const ALL_ONES: Self;
+    #[doc(hidden)]
+    fn and(a: Self, b: Self) -> Self;
+    #[doc(hidden)]
+    fn or(a: Self, b: Self) -> Self;
+    #[doc(hidden)]
+    fn xor(a: Self, b: Self) -> Self;
+}
+
+macro_rules! int_arith {
+    ($($t:ty => $wrap:literal),*) => {$(
+        impl Arithmetic for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            const LOWEST: Self = <$t>::MIN;
+            const HIGHEST: Self = <$t>::MAX;
+            fn add(a: Self, b: Self) -> Self { a.wrapping_add(b) }
+            fn mul(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
+            const CUDA_WRAP_TYPE: &'static str = $wrap;
+        }
+        impl Bitwise for $t {
+            const ALL_ONES: Self = !0;
+            fn and(a: Self, b: Self) -> Self { a & b }
+            fn or(a: Self, b: Self) -> Self { a | b }
+            fn xor(a: Self, b: Self) -> Self { a ^ b }
+        }
+    )*};
+}
+int_arith!(i8 => "unsigned int", u8 => "unsigned int", i16 => "unsigned int",
+           u16 => "unsigned int", i32 => "unsigned int", u32 => "unsigned int",
+           i64 => "unsigned long long", u64 => "unsigned long long");
+
+macro_rules! float_arith {
+    ($($t:ty),*) => {$(
+        impl Arithmetic for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const LOWEST: Self = <$t>::NEG_INFINITY;
+            const HIGHEST: Self = <$t>::INFINITY;
+            fn add(a: Self, b: Self) -> Self { a + b }
+            fn mul(a: Self, b: Self) -> Self { a * b }
+            const CUDA_WRAP_TYPE: &'static str = "";
+        }
+    )*};
+}
+float_arith!(f32, f64);
+
+/// `a OP b` in CUDA, computed in the unsigned wrap type for integers (signed overflow is UB in C++).
+fn wrapping_expr<T: Arithmetic>(op: &str) -> String {
+    match T::CUDA_WRAP_TYPE {
+        "" => format!("a {op} b"),
+        w => format!("(T)(({w})a {op} ({w})b)"),
+    }
+}
+
+impl<T: Arithmetic> Op<T> {
+    /// `a + b` (wrapping for integers), identity 0.
+    pub fn plus() -> Self {
+        Op::new("plus", T::ZERO, T::add, wrapping_expr::<T>("+")).commutative(true)
+    }
+    /// `a * b` (wrapping for integers), identity 1.
+    pub fn multiplies() -> Self {
+        Op::new("multiplies", T::ONE, T::mul, wrapping_expr::<T>("*")).commutative(true)
+    }
+    /// The larger of `a` and `b` (`a` when unordered, as with NaN), identity the lowest value.
+    pub fn maximum() -> Self {
+        Op::new(
+            "maximum",
+            T::LOWEST,
+            |a, b| if a < b { b } else { a },
+            "(a < b) ? b : a",
+        )
+        .commutative(true)
+    }
+    /// The smaller of `a` and `b` (`a` when unordered, as with NaN), identity the highest value.
+    pub fn minimum() -> Self {
+        Op::new(
+            "minimum",
+            T::HIGHEST,
+            |a, b| if b < a { b } else { a },
+            "(b < a) ? b : a",
+        )
+        .commutative(true)
+    }
+}
+
+impl<T: Bitwise> Op<T> {
+    /// `a & b`, identity all ones.
+    pub fn bit_and() -> Self {
+        Op::new("bit_and", T::ALL_ONES, T::and, "(T)(a & b)").commutative(true)
+    }
+    /// `a | b`, identity 0.
+    pub fn bit_or() -> Self {
+        Op::new("bit_or", T::ZERO, T::or, "(T)(a | b)").commutative(true)
+    }
+    /// `a ^ b`, identity 0.
+    pub fn bit_xor() -> Self {
+        Op::new("bit_xor", T::ZERO, T::xor, "(T)(a ^ b)").commutative(true)
+    }
+}

@@ -1,0 +1,188 @@
+//! Scan: prefix sums under any associative operator (the seed's `Scan`), exclusive or inclusive,
+//! out of place or in place, with the total to the host and/or device memory.
+
+use crate::context::{check_backend, Backend, Place, Storage};
+use crate::cuda;
+use crate::error::{invalid, Result};
+use crate::tuning::{Family, Tuning};
+use crate::{cpu, Buffer, Context, Element, Op, Total};
+
+/// Exclusive (`out[i] = in[0] op .. op in[i-1]`, `out[0]` the identity) or inclusive
+/// (`out[i] = in[0] op .. op in[i]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ScanKind {
+    /// Each output excludes its own input.
+    #[default]
+    Exclusive,
+    /// Each output includes its own input.
+    Inclusive,
+}
+
+/// The device-wide scan algorithm (the CPU backend has one, deterministic, algorithm).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ScanAlgorithm {
+    /// Single pass with decoupled look-back: about 2n memory traffic, the fastest. Tiles combine
+    /// in the order the look-back finds them, so floating-point results can differ in the last
+    /// bits from run to run.
+    #[default]
+    LookBack,
+    /// Upsweep / spine / downsweep (reads the input twice: about 3n traffic). The grouping of
+    /// operations depends only on the size and the device, so results are run-to-run
+    /// deterministic for floating point.
+    ReduceThenScan,
+}
+
+/// Options of a scan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanOptions {
+    /// Exclusive or inclusive.
+    pub kind: ScanKind,
+    /// Look-back (default) or reduce-then-scan.
+    pub algorithm: ScanAlgorithm,
+    /// Overrides the tuning table.
+    pub tuning: Option<Tuning>,
+}
+
+impl ScanOptions {
+    /// An exclusive look-back scan.
+    pub fn exclusive() -> Self {
+        ScanOptions::default()
+    }
+    /// An inclusive look-back scan.
+    pub fn inclusive() -> Self {
+        ScanOptions { kind: ScanKind::Inclusive, ..Default::default() }
+    }
+    /// Run-to-run deterministic results (reduce-then-scan).
+    pub fn deterministic(mut self) -> Self {
+        self.algorithm = ScanAlgorithm::ReduceThenScan;
+        self
+    }
+    /// With a tuning override.
+    pub fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = Some(tuning);
+        self
+    }
+}
+
+impl Context {
+    /// Scans `input` into the first `input.len()` elements of `output`.
+    ///
+    /// ```
+    /// use mgpu::{Context, Op, ScanOptions};
+    /// let ctx = Context::cpu();
+    /// let input = ctx.upload(&[1, 7, 4, 0, 9])?;
+    /// let mut out = ctx.zeros::<i32>(5)?;
+    /// ctx.scan(&input, &mut out, &Op::plus(), ScanOptions::exclusive())?;
+    /// assert_eq!(out.to_vec()?, vec![0, 1, 8, 12, 12]);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn scan<T: Element>(
+        &self,
+        input: &Buffer<T>,
+        output: &mut Buffer<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+    ) -> Result<()> {
+        self.scan_with(input, output, op, options, Total::None).map(|_| ())
+    }
+
+    /// Scans `data` in place.
+    ///
+    /// ```
+    /// use mgpu::{Context, Op, ScanOptions};
+    /// let ctx = Context::cpu();
+    /// let mut data = ctx.upload(&[3, 1, 2])?;
+    /// ctx.scan_in_place(&mut data, &Op::maximum(), ScanOptions::inclusive())?;
+    /// assert_eq!(data.to_vec()?, vec![3, 3, 3]);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn scan_in_place<T: Element>(
+        &self,
+        data: &mut Buffer<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+    ) -> Result<()> {
+        self.scan_in_place_with(data, op, options, Total::None).map(|_| ())
+    }
+
+    /// Scans `input` into `output` and delivers the total (the reduction of the input) where
+    /// `total` says; returns it when it goes to the host.
+    ///
+    /// ```
+    /// use mgpu::{Context, Op, ScanOptions, Total};
+    /// let ctx = Context::cpu();
+    /// let input = ctx.upload(&[2u32, 2, 2])?;
+    /// let mut out = ctx.zeros::<u32>(3)?;
+    /// let total = ctx.scan_with(&input, &mut out, &Op::plus(), ScanOptions::exclusive(), Total::Host)?;
+    /// assert_eq!(total, Some(6));
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn scan_with<T: Element>(
+        &self,
+        input: &Buffer<T>,
+        output: &mut Buffer<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+        total: Total<'_, T>,
+    ) -> Result<Option<T>> {
+        check_backend(self, input, "the input")?;
+        check_backend(self, output, "the output")?;
+        if output.len() < input.len() {
+            return invalid(format!(
+                "scan: the output holds {} elements but the input has {}",
+                output.len(),
+                input.len()
+            ));
+        }
+        self.scan_impl(Some(input), output, op, options, total)
+    }
+
+    /// [`scan_in_place`](Context::scan_in_place) with the total delivered where `total` says.
+    pub fn scan_in_place_with<T: Element>(
+        &self,
+        data: &mut Buffer<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+        total: Total<'_, T>,
+    ) -> Result<Option<T>> {
+        check_backend(self, data, "the data")?;
+        self.scan_impl(None, data, op, options, total)
+    }
+
+    fn scan_impl<T: Element>(
+        &self,
+        input: Option<&Buffer<T>>,
+        output: &mut Buffer<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+        total: Total<'_, T>,
+    ) -> Result<Option<T>> {
+        total.validate(self)?;
+        let exclusive = options.kind == ScanKind::Exclusive;
+        match &self.backend {
+            Backend::Cpu => {
+                let Storage::Host(out) = &mut output.storage else { unreachable!("validated") };
+                let value = match input.map(|b| b.place()) {
+                    Some(Place::Host(inp)) => cpu::scan(inp, out, op, exclusive),
+                    None => cpu::scan_in_place(out, op, exclusive),
+                    Some(Place::Device(_)) => unreachable!("validated"),
+                };
+                total.deliver_host(value)
+            }
+            Backend::Cuda(gpu) => {
+                let tuning =
+                    cuda::reduce::resolve(gpu, Family::Scan, std::mem::size_of::<T>(), options.tuning)?;
+                let Place::Device(out) = output.place() else { unreachable!("validated") };
+                let in_ptr = match input.map(|b| b.place()) {
+                    Some(Place::Device(m)) => m.ptr,
+                    None => out.ptr,
+                    Some(Place::Host(_)) => unreachable!("validated"),
+                };
+                let count = input.map_or(output.len(), |b| b.len()) as u64;
+                let slot = total.device_slot(self)?;
+                cuda::scan::scan(gpu, in_ptr, out.ptr, count, op, exclusive, options.algorithm, slot.0, &tuning)?;
+                total.finish_device(&slot)
+            }
+        }
+    }
+}

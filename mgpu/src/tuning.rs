@@ -1,0 +1,213 @@
+//! Launch parameters per kernel family and architecture: the seed's LaunchBox, chosen at run time.
+//!
+//! A [`Tuning`] is NT (threads per CTA), VT (values per thread; a tile is NT x VT), OCC (the minimum
+//! CTAs per SM passed to `__launch_bounds__`) and, for the look-back scan, the back-off delay.
+//! The table below is data: an architecture with no entry inherits the nearest older one, a tuning
+//! file named by `MGPU_TUNING` overrides entries, and every primitive takes a per-call override.
+
+use crate::error::{invalid, Error, Result};
+
+/// Launch parameters of one kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tuning {
+    /// Threads per CTA (a multiple of 32, at most 1024).
+    pub nt: u32,
+    /// Values per thread. Odd values keep 4-byte shared-memory accesses free of bank conflicts.
+    pub vt: u32,
+    /// Minimum resident CTAs per SM requested from the compiler (`__launch_bounds__(nt, occ)`).
+    pub occ: u32,
+    /// Look-back back-off in nanoseconds between polls of a not-yet-published tile (0: spin).
+    pub backoff_ns: u32,
+}
+
+impl Tuning {
+    /// A tuning without back-off.
+    pub const fn new(nt: u32, vt: u32, occ: u32) -> Self {
+        Tuning { nt, vt, occ, backoff_ns: 0 }
+    }
+
+    /// Elements per tile.
+    pub fn nv(&self) -> usize {
+        (self.nt * self.vt) as usize
+    }
+
+    /// Checks the tuning against hardware limits for an element of `elem_size` bytes.
+    pub fn validate(&self, elem_size: usize) -> Result<()> {
+        if self.nt == 0 || self.nt % 32 != 0 || self.nt > 1024 {
+            return invalid(format!("tuning nt = {} must be a multiple of 32 in 32..=1024", self.nt));
+        }
+        if self.vt == 0 || self.vt > 64 {
+            return invalid(format!("tuning vt = {} must be in 1..=64", self.vt));
+        }
+        if self.occ == 0 || self.occ * self.nt > 2048 {
+            return invalid(format!(
+                "tuning occ = {} with nt = {} asks for more than 2048 threads per SM",
+                self.occ, self.nt
+            ));
+        }
+        let tile_bytes = self.nv() * elem_size;
+        if tile_bytes > MAX_TILE_BYTES {
+            return invalid(format!(
+                "tuning {}x{} needs {} bytes of shared memory per tile for {}-byte elements; at most {} (lower vt)",
+                self.nt, self.vt, tile_bytes, elem_size, MAX_TILE_BYTES
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Kernels stage a tile in static shared memory, which is limited to 48 KB per CTA.
+pub const MAX_TILE_BYTES: usize = 44 * 1024;
+
+/// The kernel families that have their own tunings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Device-wide reduce (also the upsweep of reduce-then-scan).
+    Reduce,
+    /// Device-wide scan (look-back, and the downsweep of reduce-then-scan).
+    Scan,
+}
+
+impl Family {
+    /// The family's name in tuning files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Reduce => "reduce",
+            Family::Scan => "scan",
+        }
+    }
+    fn parse(s: &str) -> Option<Family> {
+        match s {
+            "reduce" => Some(Family::Reduce),
+            "scan" => Some(Family::Scan),
+            _ => None,
+        }
+    }
+}
+
+/// Element size classes: tunings differ mainly by bytes per element.
+fn size_class(elem_size: usize) -> u32 {
+    match elem_size {
+        0..=4 => 4,
+        5..=8 => 8,
+        _ => 16,
+    }
+}
+
+struct Entry {
+    family: Family,
+    arch: u32,
+    size_class: u32,
+    tuning: Tuning,
+}
+
+const fn e(family: Family, arch: u32, size_class: u32, nt: u32, vt: u32, occ: u32) -> Entry {
+    Entry { family, arch, size_class, tuning: Tuning::new(nt, vt, occ) }
+}
+
+// The table. Each entry says where its numbers came from.
+const TABLE: &[Entry] = &[
+    // sm_70 baseline (inherited by every newer architecture without its own entry): the seed's
+    // register-blocking guidance (NT 128..256, odd VT), not measured on this project's devices.
+    e(Family::Reduce, 70, 4, 256, 16, 4),
+    e(Family::Reduce, 70, 8, 256, 8, 4),
+    e(Family::Reduce, 70, 16, 256, 4, 4),
+    e(Family::Scan, 70, 4, 256, 15, 2),
+    e(Family::Scan, 70, 8, 256, 9, 2),
+    e(Family::Scan, 70, 16, 128, 7, 4),
+];
+
+/// The tuning for a family on an architecture (`major * 10 + minor`, e.g. 90) and element size:
+/// a `MGPU_TUNING` file entry if one matches, else the table with inheritance from older
+/// architectures. Too-large tiles for big elements are shrunk (VT lowered, kept odd) to fit.
+pub fn lookup(family: Family, arch: u32, elem_size: usize) -> Result<Tuning> {
+    let class = size_class(elem_size);
+    let from_file = file_entries()?
+        .into_iter()
+        .filter(|x| x.family == family && x.size_class == class && x.arch <= arch)
+        .max_by_key(|x| x.arch)
+        .map(|x| x.tuning);
+    let from_table = TABLE
+        .iter()
+        .filter(|x| x.family == family && x.size_class == class && x.arch <= arch)
+        .max_by_key(|x| x.arch)
+        .map(|x| x.tuning)
+        .unwrap_or(Tuning::new(128, 7, 4));
+    let mut t = from_file.unwrap_or(from_table);
+    while t.vt > 1 && t.nv() * elem_size > MAX_TILE_BYTES {
+        t.vt = if t.vt > 2 { (t.vt - 2) | 1 } else { 1 };
+    }
+    while t.nt > 32 && t.nv() * elem_size > MAX_TILE_BYTES {
+        t.nt /= 2;
+    }
+    t.validate(elem_size)?;
+    Ok(t)
+}
+
+/// Reads `MGPU_TUNING`: lines of `family arch size_class nt vt occ [backoff_ns]`, `#` comments.
+fn file_entries() -> Result<Vec<Entry>> {
+    let Some(path) = std::env::var_os("MGPU_TUNING") else {
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
+        what: format!("reading the tuning file {:?} (MGPU_TUNING)", path),
+        source,
+    })?;
+    parse_tuning_file(&text)
+}
+
+fn parse_tuning_file(text: &str) -> Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let bad = || {
+            Error::InvalidArgument(format!(
+                "tuning file line {}: expected `family arch size_class nt vt occ [backoff_ns]`, got `{line}`",
+                i + 1
+            ))
+        };
+        if f.len() < 6 || f.len() > 7 {
+            return Err(bad());
+        }
+        let family = Family::parse(f[0]).ok_or_else(bad)?;
+        let n: Vec<u32> = f[1..]
+            .iter()
+            .map(|s| s.parse::<u32>())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| bad())?;
+        let mut tuning = Tuning::new(n[2], n[3], n[4]);
+        tuning.backoff_ns = n.get(5).copied().unwrap_or(0);
+        tuning.validate(n[1] as usize)?;
+        out.push(Entry { family, arch: n[0], size_class: n[1], tuning });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newer_architectures_inherit() {
+        assert_eq!(lookup(Family::Scan, 120, 4).unwrap(), lookup(Family::Scan, 70, 4).unwrap());
+    }
+
+    #[test]
+    fn big_elements_get_smaller_tiles() {
+        let t = lookup(Family::Scan, 90, 64).unwrap();
+        assert!(t.nv() * 64 <= MAX_TILE_BYTES);
+        assert_eq!(t.vt % 2, 1);
+    }
+
+    #[test]
+    fn tuning_file_parses_and_rejects_garbage() {
+        let v = parse_tuning_file("# c\nscan 90 4 128 11 4 100\n").unwrap();
+        assert_eq!(v[0].tuning, Tuning { nt: 128, vt: 11, occ: 4, backoff_ns: 100 });
+        assert!(parse_tuning_file("scan 90 4 100 11 4\n").is_err());
+        assert!(parse_tuning_file("sort 90 4 128 11 4\n").is_err());
+    }
+}
