@@ -1,0 +1,177 @@
+//! Shared test helpers: the backends to run on, random data, the user types of the tests.
+#![allow(dead_code)]
+
+use mgpu::{Context, Element, Op};
+use rand::{Rng, SeedableRng};
+
+/// The CPU backend, and the GPU when present. With MGPU_REQUIRE_GPU=1 a missing GPU fails the test.
+pub fn backends() -> Vec<Context> {
+    let mut v = vec![Context::cpu()];
+    if let Some(g) = gpu() {
+        v.push(g);
+    }
+    v
+}
+
+/// The GPU context, or None (a failure when MGPU_REQUIRE_GPU=1).
+pub fn gpu() -> Option<Context> {
+    match Context::cuda() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            if std::env::var("MGPU_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("MGPU_REQUIRE_GPU=1 but no GPU: {e}");
+            }
+            None
+        }
+    }
+}
+
+/// A fresh seed per call, printed so a failure can be replayed with MGPU_TEST_SEED.
+pub fn rng() -> rand::rngs::StdRng {
+    let seed = std::env::var("MGPU_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::rng().random::<u64>());
+    eprintln!("seed {seed}");
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+/// Element types the generic tests run on: random values that keep sums exact.
+pub trait TestElement: Element + PartialEq {
+    fn random(r: &mut rand::rngs::StdRng) -> Self;
+    /// A value unlikely to be a correct result, to fill outputs before a run.
+    fn poison() -> Self;
+}
+
+macro_rules! ints {
+    ($($t:ty),*) => {$(
+        impl TestElement for $t {
+            fn random(r: &mut rand::rngs::StdRng) -> Self { r.random() }
+            fn poison() -> Self { <$t>::MAX - 3 }
+        }
+    )*};
+}
+ints!(i8, u8, i16, u16, i32, u32, i64, u64);
+
+macro_rules! floats {
+    ($($t:ty),*) => {$(
+        impl TestElement for $t {
+            // Small integers: sums of a few million stay below 2^24 and exact in f32, so any association order agrees.
+            fn random(r: &mut rand::rngs::StdRng) -> Self { r.random_range(0..4) as $t }
+            fn poison() -> Self { <$t>::NAN }
+        }
+    )*};
+}
+floats!(f32, f64);
+
+pub fn random_vec<T: TestElement>(r: &mut rand::rngs::StdRng, n: usize) -> Vec<T> {
+    (0..n).map(|_| T::random(r)).collect()
+}
+
+/// Element-wise equality that treats NaN as equal to NaN (bit patterns of results must agree).
+pub fn same<T: Element>(a: &[T], b: &[T]) -> Result<(), String> {
+    if a.len() != b.len() {
+        return Err(format!("lengths differ: {} vs {}", a.len(), b.len()));
+    }
+    let ab: &[u8] = bytemuck::cast_slice(a);
+    let bb: &[u8] = bytemuck::cast_slice(b);
+    if ab == bb {
+        return Ok(());
+    }
+    let size = std::mem::size_of::<T>();
+    let i = (0..a.len())
+        .find(|&i| ab[i * size..(i + 1) * size] != bb[i * size..(i + 1) * size])
+        .unwrap();
+    Err(format!("first difference at {i}: {:?} vs {:?}", a[i], b[i]))
+}
+
+/// x -> a*x + b over u32 (wrapping): a non-commutative, exactly associative operator on a user type.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Affine {
+    pub a: u32,
+    pub b: u32,
+}
+impl Element for Affine {
+    const CUDA_TYPE: &'static str = "Affine";
+    const CUDA_DECLARATION: &'static str = "struct Affine { unsigned a; unsigned b; };";
+}
+impl TestElement for Affine {
+    fn random(r: &mut rand::rngs::StdRng) -> Self {
+        Affine { a: r.random(), b: r.random() }
+    }
+    fn poison() -> Self {
+        Affine { a: 0xdead, b: 0xbeef }
+    }
+}
+/// Composition "f, then g".
+pub fn affine_op() -> Op<Affine> {
+    Op::new(
+        "affine_compose",
+        Affine { a: 1, b: 0 },
+        |f: Affine, g: Affine| Affine {
+            a: g.a.wrapping_mul(f.a),
+            b: g.a.wrapping_mul(f.b).wrapping_add(g.b),
+        },
+        "compose(a, b)",
+    )
+    .with_cuda_helpers(
+        "__device__ __forceinline__ Affine compose(Affine f, Affine g) {\n\
+           return Affine{ g.a * f.a, g.a * f.b + g.b };\n}\n",
+    )
+}
+
+/// A 12-byte user type (its size does not divide 16: the scalar load path), same algebra plus a
+/// xor-combined tag.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Tagged {
+    pub a: u32,
+    pub b: u32,
+    pub tag: u32,
+}
+impl Element for Tagged {
+    const CUDA_TYPE: &'static str = "Tagged";
+    const CUDA_DECLARATION: &'static str = "struct Tagged { unsigned a, b, tag; };";
+}
+impl TestElement for Tagged {
+    fn random(r: &mut rand::rngs::StdRng) -> Self {
+        Tagged { a: r.random(), b: r.random(), tag: r.random() }
+    }
+    fn poison() -> Self {
+        Tagged { a: 7, b: 7, tag: 7 }
+    }
+}
+pub fn tagged_op() -> Op<Tagged> {
+    Op::new(
+        "tagged_compose",
+        Tagged { a: 1, b: 0, tag: 0 },
+        |f: Tagged, g: Tagged| Tagged {
+            a: g.a.wrapping_mul(f.a),
+            b: g.a.wrapping_mul(f.b).wrapping_add(g.b),
+            tag: f.tag ^ g.tag,
+        },
+        "Tagged{ b.a * a.a, b.a * a.b + b.b, a.tag ^ b.tag }",
+    )
+}
+
+/// A custom commutative operator: addition modulo a prime (inputs must be below the prime).
+pub const PRIME: i64 = 1_000_003;
+pub fn add_mod_prime() -> Op<i64> {
+    Op::new("add_mod_prime", 0i64, |a: i64, b: i64| (a + b) % PRIME, "(a + b) % 1000003LL")
+        .commutative(true)
+}
+
+/// Sizes around the tile edges of tile size `nv`, plus multi-tile and multi-level sizes.
+pub fn sizes(nv: usize) -> Vec<usize> {
+    let mut v = vec![0, 1, 2, 31, 33, nv - 1, nv, nv + 1, 2 * nv - 1, 2 * nv + 1, 7 * nv + 3];
+    v.extend([(1 << 16) + 7, (1 << 20) + 123, 3 << 20]);
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The table's tile size for a family and element type (sm_90 on the CPU, where no arch exists).
+pub fn tile(ctx: &Context, family: mgpu::tuning::Family, size: usize) -> usize {
+    mgpu::tuning::lookup(family, ctx.arch().unwrap_or(90), size).unwrap().nv()
+}

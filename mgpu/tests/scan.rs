@@ -1,0 +1,184 @@
+//! Scan on every backend against a serial scan: every element type, several operators, exclusive
+//! and inclusive, in place and out of place, both GPU algorithms, totals to host and device.
+
+mod common;
+use common::*;
+use mgpu::tuning::Family;
+use mgpu::{Context, Op, ScanAlgorithm, ScanKind, ScanOptions, Total, Tuning};
+
+fn serial<T: mgpu::Element>(data: &[T], op: &Op<T>, kind: ScanKind) -> (Vec<T>, T) {
+    let mut carry = op.identity();
+    let out = data
+        .iter()
+        .map(|&x| {
+            let next = op.apply(carry, x);
+            let v = if kind == ScanKind::Exclusive { carry } else { next };
+            carry = next;
+            v
+        })
+        .collect();
+    (out, carry)
+}
+
+fn check_one<T: TestElement>(ctx: &Context, op: &Op<T>, data: &[T], options: ScanOptions) {
+    let n = data.len();
+    let (expect, expect_total) = serial(data, op, options.kind);
+    let what = |e: String| format!("{ctx:?} {} {options:?} n={n}: {e}", op.name());
+    // Out of place, into a poisoned output 3 longer than the input (the tail must survive).
+    let input = ctx.upload(data).unwrap();
+    let mut out = ctx.upload(&vec![T::poison(); n + 3]).unwrap();
+    let mut total = ctx.upload(&[T::poison()]).unwrap();
+    let host = ctx
+        .scan_with(&input, &mut out, op, options, Total::Both(&mut total))
+        .unwrap();
+    let out = out.to_vec().unwrap();
+    same(&out[..n], &expect).unwrap_or_else(|e| panic!("{}", what(e)));
+    same(&out[n..], &[T::poison(); 3]).unwrap_or_else(|e| panic!("{}", what(format!("tail: {e}"))));
+    same(&[host.unwrap()], &[expect_total]).unwrap_or_else(|e| panic!("{}", what(format!("host total: {e}"))));
+    same(&total.to_vec().unwrap(), &[expect_total])
+        .unwrap_or_else(|e| panic!("{}", what(format!("device total: {e}"))));
+    // The input is untouched.
+    same(&input.to_vec().unwrap(), data).unwrap();
+    // In place, total to the host only.
+    let mut inplace = ctx.upload(data).unwrap();
+    let host = ctx.scan_in_place_with(&mut inplace, op, options, Total::Host).unwrap();
+    same(&inplace.to_vec().unwrap(), &expect).unwrap_or_else(|e| panic!("{}", what(format!("in place: {e}"))));
+    same(&[host.unwrap()], &[expect_total]).unwrap();
+}
+
+fn check<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut rand::rngs::StdRng) -> T, all_variants: bool) {
+    let mut r = rng();
+    for ctx in backends() {
+        let nv = tile(&ctx, Family::Scan, std::mem::size_of::<T>());
+        for n in sizes(nv) {
+            let data: Vec<T> = (0..n).map(|_| gen(&mut r)).collect();
+            for kind in [ScanKind::Exclusive, ScanKind::Inclusive] {
+                let algorithms: &[ScanAlgorithm] = if all_variants {
+                    &[ScanAlgorithm::LookBack, ScanAlgorithm::ReduceThenScan]
+                } else {
+                    &[ScanAlgorithm::LookBack]
+                };
+                for &algorithm in algorithms {
+                    check_one(&ctx, op, &data, ScanOptions { kind, algorithm, tuning: None });
+                }
+            }
+        }
+    }
+}
+
+fn all_arith<T: TestElement + mgpu::Arithmetic>() {
+    check(&Op::<T>::plus(), T::random, true);
+    check(&Op::<T>::maximum(), T::random, false);
+    check(&Op::<T>::minimum(), T::random, false);
+}
+
+fn all_bits<T: TestElement + mgpu::Bitwise>() {
+    all_arith::<T>();
+    check(&Op::<T>::multiplies(), T::random, false);
+    check(&Op::<T>::bit_xor(), T::random, false);
+    check(&Op::<T>::bit_or(), T::random, false);
+}
+
+#[test]
+fn scan_i8() { all_bits::<i8>(); }
+#[test]
+fn scan_u8() { all_bits::<u8>(); }
+#[test]
+fn scan_i16() { all_bits::<i16>(); }
+#[test]
+fn scan_u16() { all_bits::<u16>(); }
+#[test]
+fn scan_i32() { all_bits::<i32>(); }
+#[test]
+fn scan_u32() { all_bits::<u32>(); }
+#[test]
+fn scan_i64() { all_bits::<i64>(); }
+#[test]
+fn scan_u64() { all_bits::<u64>(); }
+#[test]
+fn scan_f32() { all_arith::<f32>(); }
+#[test]
+fn scan_f64() { all_arith::<f64>(); }
+
+#[test]
+fn scan_custom_commutative() {
+    use rand::Rng;
+    check(&add_mod_prime(), |r| r.random_range(0..PRIME), true);
+}
+
+#[test]
+fn scan_non_commutative_user_types() {
+    check(&affine_op(), Affine::random, true);
+    check(&tagged_op(), Tagged::random, true);
+}
+
+/// Tiny tiles make hundreds of thousands of look-back steps; results must be exact on every run,
+/// for the packed (4-byte) and the flag + value (8-byte) tile status, with and without back-off.
+#[test]
+fn lookback_stress() {
+    let Some(ctx) = gpu() else { return };
+    let mut r = rng();
+    for tuning in [Tuning::new(32, 1, 16), Tuning { backoff_ns: 200, ..Tuning::new(32, 3, 16) }, Tuning::new(64, 1, 8)] {
+        let opts = ScanOptions::inclusive().with_tuning(tuning);
+        let data = random_vec::<u32>(&mut r, (1 << 22) + 17);
+        let ints = serial(&data, &Op::plus(), ScanKind::Inclusive).0;
+        let affines = random_vec::<Affine>(&mut r, (1 << 21) + 5);
+        let composed = serial(&affines, &affine_op(), ScanKind::Inclusive).0;
+        let input = ctx.upload(&data).unwrap();
+        let affine_input = ctx.upload(&affines).unwrap();
+        for run in 0..5 {
+            let mut out = ctx.upload(&vec![u32::poison(); data.len()]).unwrap();
+            ctx.scan(&input, &mut out, &Op::plus(), opts).unwrap();
+            same(&out.to_vec().unwrap(), &ints).unwrap_or_else(|e| panic!("{tuning:?} run {run}: {e}"));
+            let mut out = ctx.upload(&vec![Affine::poison(); affines.len()]).unwrap();
+            ctx.scan(&affine_input, &mut out, &affine_op(), opts).unwrap();
+            same(&out.to_vec().unwrap(), &composed)
+                .unwrap_or_else(|e| panic!("{tuning:?} affine run {run}: {e}"));
+        }
+    }
+}
+
+/// Reduce-then-scan groups operations by size and device only: bitwise equal floats across runs.
+#[test]
+fn deterministic_scan_is_run_to_run_identical() {
+    use rand::Rng;
+    let mut r = rng();
+    for ctx in backends() {
+        let data: Vec<f32> = (0..(1 << 22) + 3).map(|_| r.random::<f32>() - 0.5).collect();
+        let input = ctx.upload(&data).unwrap();
+        let mut first: Option<Vec<f32>> = None;
+        for _ in 0..3 {
+            let mut out = ctx.zeros::<f32>(data.len()).unwrap();
+            ctx.scan(&input, &mut out, &Op::plus(), ScanOptions::inclusive().deterministic()).unwrap();
+            let out = out.to_vec().unwrap();
+            if let Some(f) = &first {
+                same(&out, f).unwrap();
+            }
+            first = Some(out);
+        }
+        // And close to a double-precision reference.
+        let reference: f64 = data.iter().map(|&x| x as f64).sum();
+        let last = *first.unwrap().last().unwrap() as f64;
+        assert!((last - reference).abs() < 1e-3 * data.len() as f64 * 1e-4 + 1e-2, "{last} vs {reference}");
+    }
+}
+
+/// More than 2^31 elements.
+#[test]
+fn scan_past_2_pow_31_on_gpu() {
+    let Some(ctx) = gpu() else { return };
+    let n = (1usize << 31) + 3000;
+    let data: Vec<u8> = (0..n).map(|i| (i % 253) as u8).collect();
+    let mut buf = ctx.upload(&data).unwrap();
+    let total = ctx
+        .scan_in_place_with(&mut buf, &Op::plus(), ScanOptions::exclusive(), Total::Host)
+        .unwrap()
+        .unwrap();
+    let out = buf.to_vec().unwrap();
+    let mut carry = 0u8;
+    for (i, (&x, &y)) in data.iter().zip(&out).enumerate() {
+        assert_eq!(y, carry, "element {i}");
+        carry = carry.wrapping_add(x);
+    }
+    assert_eq!(total, carry);
+}
