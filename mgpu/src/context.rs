@@ -49,7 +49,9 @@ impl Context {
 
     /// The CPU backend.
     pub fn cpu() -> Context {
-        Context { backend: Backend::Cpu }
+        Context {
+            backend: Backend::Cpu,
+        }
     }
 
     /// CUDA device 0; [`Error::NoGpu`] when there is none.
@@ -59,7 +61,9 @@ impl Context {
 
     /// CUDA device `ordinal`.
     pub fn cuda_device(ordinal: usize) -> Result<Context> {
-        Ok(Context { backend: Backend::Cuda(Arc::new(Gpu::new(ordinal)?)) })
+        Ok(Context {
+            backend: Backend::Cuda(Arc::new(Gpu::new(ordinal)?)),
+        })
     }
 
     /// True on the GPU backend.
@@ -94,11 +98,19 @@ impl Context {
     /// A buffer holding a copy of `data`.
     pub fn upload<T: Element>(&self, data: &[T]) -> Result<Buffer<T>> {
         match &self.backend {
-            Backend::Cpu => Ok(Buffer { storage: Storage::Host(data.to_vec()) }),
+            Backend::Cpu => Ok(Buffer {
+                storage: Storage::Host(data.to_vec()),
+            }),
             Backend::Cuda(g) => {
                 let mem = DeviceMem::alloc(g, std::mem::size_of_val(data))?;
                 mem.upload(0, data)?;
-                Ok(Buffer { storage: Storage::Device { mem, len: data.len(), _t: PhantomData } })
+                Ok(Buffer {
+                    storage: Storage::Device {
+                        mem,
+                        len: data.len(),
+                        _t: PhantomData,
+                    },
+                })
             }
         }
     }
@@ -106,13 +118,21 @@ impl Context {
     /// A buffer of `len` zero-bit elements.
     pub fn zeros<T: Element>(&self, len: usize) -> Result<Buffer<T>> {
         match &self.backend {
-            Backend::Cpu => Ok(Buffer { storage: Storage::Host(vec![T::zeroed(); len]) }),
+            Backend::Cpu => Ok(Buffer {
+                storage: Storage::Host(vec![T::zeroed(); len]),
+            }),
             Backend::Cuda(g) => {
                 let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
                     Error::InvalidArgument(format!("a buffer of {len} elements overflows usize"))
                 })?;
                 let mem = DeviceMem::zeroed(g, bytes)?;
-                Ok(Buffer { storage: Storage::Device { mem, len, _t: PhantomData } })
+                Ok(Buffer {
+                    storage: Storage::Device {
+                        mem,
+                        len,
+                        _t: PhantomData,
+                    },
+                })
             }
         }
     }
@@ -127,12 +147,58 @@ impl Context {
             Backend::Cpu => invalid("a CudaSlice cannot be used with the CPU backend"),
             Backend::Cuda(g) => {
                 if slice.context().cu_ctx() != g.ctx.cu_ctx() {
-                    return invalid("the CudaSlice belongs to another CUDA context than this Context");
+                    return invalid(
+                        "the CudaSlice belongs to another CUDA context than this Context",
+                    );
                 }
                 let len = slice.len();
                 let mem = DeviceMem::from_cuda_slice(g, slice);
-                Ok(Buffer { storage: Storage::Device { mem, len, _t: PhantomData } })
+                Ok(Buffer {
+                    storage: Storage::Device {
+                        mem,
+                        len,
+                        _t: PhantomData,
+                    },
+                })
             }
+        }
+    }
+
+    /// Copies `src` into the first `src.len()` elements of `dst` (a device-to-device memcpy on
+    /// the GPU).
+    pub fn copy<T: Element>(&self, src: &Buffer<T>, dst: &mut Buffer<T>) -> Result<()> {
+        check_backend(self, src, "the source")?;
+        check_backend(self, dst, "the destination")?;
+        if dst.len() < src.len() {
+            return invalid(format!(
+                "copy: destination holds {} elements, source {}",
+                dst.len(),
+                src.len()
+            ));
+        }
+        match (&src.storage, &mut dst.storage) {
+            (Storage::Host(s), Storage::Host(d)) => {
+                d[..s.len()].copy_from_slice(s);
+                Ok(())
+            }
+            (Storage::Device { mem: s, .. }, Storage::Device { mem: d, .. }) => {
+                crate::cuda::memory::copy(s, d, std::mem::size_of::<T>() * src.len())
+            }
+            _ => unreachable!("validated"),
+        }
+    }
+
+    /// Runs `work` and returns the time it took in milliseconds: measured with CUDA events around
+    /// the work it queues on the GPU (launch overhead on the host not included, so queue enough
+    /// work), or with the wall clock on the CPU.
+    pub fn time_ms(&self, work: impl FnOnce() -> Result<()>) -> Result<f64> {
+        match &self.backend {
+            Backend::Cpu => {
+                let t = std::time::Instant::now();
+                work()?;
+                Ok(t.elapsed().as_secs_f64() * 1e3)
+            }
+            Backend::Cuda(g) => g.time_ms(work),
         }
     }
 
@@ -152,13 +218,22 @@ pub struct Buffer<T: Element> {
 
 pub(crate) enum Storage<T> {
     Host(Vec<T>),
-    Device { mem: DeviceMem, len: usize, _t: PhantomData<T> },
+    Device {
+        mem: DeviceMem,
+        len: usize,
+        _t: PhantomData<T>,
+    },
 }
 
 impl<T: Element> std::fmt::Debug for Buffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let place = if self.is_device() { "device" } else { "host" };
-        write!(f, "Buffer<{}>({} elements on the {place})", T::CUDA_TYPE, self.len())
+        write!(
+            f,
+            "Buffer<{}>({} elements on the {place})",
+            T::CUDA_TYPE,
+            self.len()
+        )
     }
 }
 
@@ -248,6 +323,8 @@ pub(crate) fn check_backend<T: Element>(ctx: &Context, b: &Buffer<T>, what: &str
             }
         }
         (Backend::Cpu, _) => invalid(format!("{what} lives on a GPU but the context is the CPU")),
-        (Backend::Cuda(_), _) => invalid(format!("{what} lives on the CPU but the context is a GPU")),
+        (Backend::Cuda(_), _) => {
+            invalid(format!("{what} lives on the CPU but the context is a GPU"))
+        }
     }
 }

@@ -5,7 +5,9 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// No usable CUDA GPU: no driver library, no device, or the device could not be opened.
-    #[error("no CUDA GPU available: {0} (use the CPU backend: Context::cpu() or MGPU_BACKEND=cpu)")]
+    #[error(
+        "no CUDA GPU available: {0} (use the CPU backend: Context::cpu() or MGPU_BACKEND=cpu)"
+    )]
     NoGpu(String),
     /// NVRTC is missing or failed outside of compiling the source.
     #[error("NVRTC is not available: {0} (install the CUDA toolkit or `pip install nvidia-cuda-nvrtc` and put its lib folder on LD_LIBRARY_PATH)")]

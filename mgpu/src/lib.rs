@@ -29,6 +29,7 @@ pub mod reduce;
 pub mod scan;
 pub mod tuning;
 
+pub use bytemuck;
 pub use context::{Buffer, Context};
 pub use element::Element;
 pub use error::{Error, Result};
@@ -36,4 +37,3 @@ pub use op::{Arithmetic, Bitwise, Op};
 pub use reduce::Total;
 pub use scan::{ScanAlgorithm, ScanKind, ScanOptions};
 pub use tuning::Tuning;
-pub use bytemuck;

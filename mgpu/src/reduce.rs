@@ -99,7 +99,9 @@ impl Context {
     /// # Ok::<(), mgpu::Error>(())
     /// ```
     pub fn reduce<T: Element>(&self, input: &Buffer<T>, op: &Op<T>) -> Result<T> {
-        Ok(self.reduce_with(input, op, Total::Host, None)?.expect("host total requested"))
+        Ok(self
+            .reduce_with(input, op, Total::Host, None)?
+            .expect("host total requested"))
     }
 
     /// Reduces `input` into element 0 of `out`, without waiting for the GPU.
@@ -119,7 +121,8 @@ impl Context {
         op: &Op<T>,
         out: &mut Buffer<T>,
     ) -> Result<()> {
-        self.reduce_with(input, op, Total::Device(out), None).map(|_| ())
+        self.reduce_with(input, op, Total::Device(out), None)
+            .map(|_| ())
     }
 
     /// The general form: the result goes where `to` says; `tuning` overrides the table.
@@ -144,18 +147,26 @@ impl Context {
     ) -> Result<Option<T>> {
         check_backend(self, input, "the input")?;
         to.validate(self)?;
+        if let Some(t) = tuning {
+            t.validate(std::mem::size_of::<T>())?;
+        }
         match &self.backend {
             Backend::Cpu => {
-                let Place::Host(data) = input.place() else { unreachable!("validated") };
+                let Place::Host(data) = input.place() else {
+                    unreachable!("validated")
+                };
                 let value = cpu::reduce(data, op);
                 to.deliver_host(value)
             }
             Backend::Cuda(gpu) => {
-                let tuning = cuda::reduce::resolve(gpu, Family::Reduce, std::mem::size_of::<T>(), tuning)?;
+                let tuning =
+                    cuda::reduce::resolve(gpu, Family::Reduce, std::mem::size_of::<T>(), tuning)?;
                 if !to.wanted() {
                     return Ok(None);
                 }
-                let Place::Device(mem) = input.place() else { unreachable!("validated") };
+                let Place::Device(mem) = input.place() else {
+                    unreachable!("validated")
+                };
                 let slot = to.device_slot(self)?;
                 cuda::reduce::reduce(gpu, mem.ptr, input.len() as u64, op, slot.0, &tuning)?;
                 to.finish_device(&slot)

@@ -50,7 +50,10 @@ impl ScanOptions {
     }
     /// An inclusive look-back scan.
     pub fn inclusive() -> Self {
-        ScanOptions { kind: ScanKind::Inclusive, ..Default::default() }
+        ScanOptions {
+            kind: ScanKind::Inclusive,
+            ..Default::default()
+        }
     }
     /// Run-to-run deterministic results (reduce-then-scan).
     pub fn deterministic(mut self) -> Self {
@@ -83,7 +86,8 @@ impl Context {
         op: &Op<T>,
         options: ScanOptions,
     ) -> Result<()> {
-        self.scan_with(input, output, op, options, Total::None).map(|_| ())
+        self.scan_with(input, output, op, options, Total::None)
+            .map(|_| ())
     }
 
     /// Scans `data` in place.
@@ -102,7 +106,8 @@ impl Context {
         op: &Op<T>,
         options: ScanOptions,
     ) -> Result<()> {
-        self.scan_in_place_with(data, op, options, Total::None).map(|_| ())
+        self.scan_in_place_with(data, op, options, Total::None)
+            .map(|_| ())
     }
 
     /// Scans `input` into `output` and delivers the total (the reduction of the input) where
@@ -158,10 +163,15 @@ impl Context {
         total: Total<'_, T>,
     ) -> Result<Option<T>> {
         total.validate(self)?;
+        if let Some(t) = options.tuning {
+            t.validate(std::mem::size_of::<T>())?;
+        }
         let exclusive = options.kind == ScanKind::Exclusive;
         match &self.backend {
             Backend::Cpu => {
-                let Storage::Host(out) = &mut output.storage else { unreachable!("validated") };
+                let Storage::Host(out) = &mut output.storage else {
+                    unreachable!("validated")
+                };
                 let value = match input.map(|b| b.place()) {
                     Some(Place::Host(inp)) => cpu::scan(inp, out, op, exclusive),
                     None => cpu::scan_in_place(out, op, exclusive),
@@ -170,9 +180,15 @@ impl Context {
                 total.deliver_host(value)
             }
             Backend::Cuda(gpu) => {
-                let tuning =
-                    cuda::reduce::resolve(gpu, Family::Scan, std::mem::size_of::<T>(), options.tuning)?;
-                let Place::Device(out) = output.place() else { unreachable!("validated") };
+                let tuning = cuda::reduce::resolve(
+                    gpu,
+                    Family::Scan,
+                    std::mem::size_of::<T>(),
+                    options.tuning,
+                )?;
+                let Place::Device(out) = output.place() else {
+                    unreachable!("validated")
+                };
                 let in_ptr = match input.map(|b| b.place()) {
                     Some(Place::Device(m)) => m.ptr,
                     None => out.ptr,
@@ -180,7 +196,17 @@ impl Context {
                 };
                 let count = input.map_or(output.len(), |b| b.len()) as u64;
                 let slot = total.device_slot(self)?;
-                cuda::scan::scan(gpu, in_ptr, out.ptr, count, op, exclusive, options.algorithm, slot.0, &tuning)?;
+                cuda::scan::scan(
+                    gpu,
+                    in_ptr,
+                    out.ptr,
+                    count,
+                    op,
+                    exclusive,
+                    options.algorithm,
+                    slot.0,
+                    &tuning,
+                )?;
                 total.finish_device(&slot)
             }
         }

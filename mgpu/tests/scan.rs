@@ -12,7 +12,11 @@ fn serial<T: mgpu::Element>(data: &[T], op: &Op<T>, kind: ScanKind) -> (Vec<T>, 
         .iter()
         .map(|&x| {
             let next = op.apply(carry, x);
-            let v = if kind == ScanKind::Exclusive { carry } else { next };
+            let v = if kind == ScanKind::Exclusive {
+                carry
+            } else {
+                next
+            };
             carry = next;
             v
         })
@@ -34,19 +38,27 @@ fn check_one<T: TestElement>(ctx: &Context, op: &Op<T>, data: &[T], options: Sca
     let out = out.to_vec().unwrap();
     same(&out[..n], &expect).unwrap_or_else(|e| panic!("{}", what(e)));
     same(&out[n..], &[T::poison(); 3]).unwrap_or_else(|e| panic!("{}", what(format!("tail: {e}"))));
-    same(&[host.unwrap()], &[expect_total]).unwrap_or_else(|e| panic!("{}", what(format!("host total: {e}"))));
+    same(&[host.unwrap()], &[expect_total])
+        .unwrap_or_else(|e| panic!("{}", what(format!("host total: {e}"))));
     same(&total.to_vec().unwrap(), &[expect_total])
         .unwrap_or_else(|e| panic!("{}", what(format!("device total: {e}"))));
     // The input is untouched.
     same(&input.to_vec().unwrap(), data).unwrap();
     // In place, total to the host only.
     let mut inplace = ctx.upload(data).unwrap();
-    let host = ctx.scan_in_place_with(&mut inplace, op, options, Total::Host).unwrap();
-    same(&inplace.to_vec().unwrap(), &expect).unwrap_or_else(|e| panic!("{}", what(format!("in place: {e}"))));
+    let host = ctx
+        .scan_in_place_with(&mut inplace, op, options, Total::Host)
+        .unwrap();
+    same(&inplace.to_vec().unwrap(), &expect)
+        .unwrap_or_else(|e| panic!("{}", what(format!("in place: {e}"))));
     same(&[host.unwrap()], &[expect_total]).unwrap();
 }
 
-fn check<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut rand::rngs::StdRng) -> T, all_variants: bool) {
+fn check<T: TestElement>(
+    op: &Op<T>,
+    gen: impl Fn(&mut rand::rngs::StdRng) -> T,
+    all_variants: bool,
+) {
     let mut r = rng();
     for ctx in backends() {
         let nv = tile(&ctx, Family::Scan, std::mem::size_of::<T>());
@@ -59,7 +71,16 @@ fn check<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut rand::rngs::StdRng) -> T,
                     &[ScanAlgorithm::LookBack]
                 };
                 for &algorithm in algorithms {
-                    check_one(&ctx, op, &data, ScanOptions { kind, algorithm, tuning: None });
+                    check_one(
+                        &ctx,
+                        op,
+                        &data,
+                        ScanOptions {
+                            kind,
+                            algorithm,
+                            tuning: None,
+                        },
+                    );
                 }
             }
         }
@@ -80,25 +101,45 @@ fn all_bits<T: TestElement + mgpu::Bitwise>() {
 }
 
 #[test]
-fn scan_i8() { all_bits::<i8>(); }
+fn scan_i8() {
+    all_bits::<i8>();
+}
 #[test]
-fn scan_u8() { all_bits::<u8>(); }
+fn scan_u8() {
+    all_bits::<u8>();
+}
 #[test]
-fn scan_i16() { all_bits::<i16>(); }
+fn scan_i16() {
+    all_bits::<i16>();
+}
 #[test]
-fn scan_u16() { all_bits::<u16>(); }
+fn scan_u16() {
+    all_bits::<u16>();
+}
 #[test]
-fn scan_i32() { all_bits::<i32>(); }
+fn scan_i32() {
+    all_bits::<i32>();
+}
 #[test]
-fn scan_u32() { all_bits::<u32>(); }
+fn scan_u32() {
+    all_bits::<u32>();
+}
 #[test]
-fn scan_i64() { all_bits::<i64>(); }
+fn scan_i64() {
+    all_bits::<i64>();
+}
 #[test]
-fn scan_u64() { all_bits::<u64>(); }
+fn scan_u64() {
+    all_bits::<u64>();
+}
 #[test]
-fn scan_f32() { all_arith::<f32>(); }
+fn scan_f32() {
+    all_arith::<f32>();
+}
 #[test]
-fn scan_f64() { all_arith::<f64>(); }
+fn scan_f64() {
+    all_arith::<f64>();
+}
 
 #[test]
 fn scan_custom_commutative() {
@@ -118,7 +159,14 @@ fn scan_non_commutative_user_types() {
 fn lookback_stress() {
     let Some(ctx) = gpu() else { return };
     let mut r = rng();
-    for tuning in [Tuning::new(32, 1, 16), Tuning { backoff_ns: 200, ..Tuning::new(32, 3, 16) }, Tuning::new(64, 1, 8)] {
+    for tuning in [
+        Tuning::new(32, 1, 16),
+        Tuning {
+            backoff_ns: 200,
+            ..Tuning::new(32, 3, 16)
+        },
+        Tuning::new(64, 1, 8),
+    ] {
         let opts = ScanOptions::inclusive().with_tuning(tuning);
         let data = random_vec::<u32>(&mut r, (1 << 22) + 17);
         let ints = serial(&data, &Op::plus(), ScanKind::Inclusive).0;
@@ -129,9 +177,11 @@ fn lookback_stress() {
         for run in 0..5 {
             let mut out = ctx.upload(&vec![u32::poison(); data.len()]).unwrap();
             ctx.scan(&input, &mut out, &Op::plus(), opts).unwrap();
-            same(&out.to_vec().unwrap(), &ints).unwrap_or_else(|e| panic!("{tuning:?} run {run}: {e}"));
+            same(&out.to_vec().unwrap(), &ints)
+                .unwrap_or_else(|e| panic!("{tuning:?} run {run}: {e}"));
             let mut out = ctx.upload(&vec![Affine::poison(); affines.len()]).unwrap();
-            ctx.scan(&affine_input, &mut out, &affine_op(), opts).unwrap();
+            ctx.scan(&affine_input, &mut out, &affine_op(), opts)
+                .unwrap();
             same(&out.to_vec().unwrap(), &composed)
                 .unwrap_or_else(|e| panic!("{tuning:?} affine run {run}: {e}"));
         }
@@ -144,12 +194,20 @@ fn deterministic_scan_is_run_to_run_identical() {
     use rand::Rng;
     let mut r = rng();
     for ctx in backends() {
-        let data: Vec<f32> = (0..(1 << 22) + 3).map(|_| r.random::<f32>() - 0.5).collect();
+        let data: Vec<f32> = (0..(1 << 22) + 3)
+            .map(|_| r.random::<f32>() - 0.5)
+            .collect();
         let input = ctx.upload(&data).unwrap();
         let mut first: Option<Vec<f32>> = None;
         for _ in 0..3 {
             let mut out = ctx.zeros::<f32>(data.len()).unwrap();
-            ctx.scan(&input, &mut out, &Op::plus(), ScanOptions::inclusive().deterministic()).unwrap();
+            ctx.scan(
+                &input,
+                &mut out,
+                &Op::plus(),
+                ScanOptions::inclusive().deterministic(),
+            )
+            .unwrap();
             let out = out.to_vec().unwrap();
             if let Some(f) = &first {
                 same(&out, f).unwrap();
@@ -159,7 +217,10 @@ fn deterministic_scan_is_run_to_run_identical() {
         // And close to a double-precision reference.
         let reference: f64 = data.iter().map(|&x| x as f64).sum();
         let last = *first.unwrap().last().unwrap() as f64;
-        assert!((last - reference).abs() < 1e-3 * data.len() as f64 * 1e-4 + 1e-2, "{last} vs {reference}");
+        assert!(
+            (last - reference).abs() < 1e-3 * data.len() as f64 * 1e-4 + 1e-2,
+            "{last} vs {reference}"
+        );
     }
 }
 

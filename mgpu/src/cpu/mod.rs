@@ -8,7 +8,8 @@ use rayon::prelude::*;
 const PARALLEL_MIN: usize = 1 << 15;
 
 fn chunk_len(n: usize) -> usize {
-    n.div_ceil(rayon::current_num_threads() * 4).max(PARALLEL_MIN / 2)
+    n.div_ceil(rayon::current_num_threads() * 4)
+        .max(PARALLEL_MIN / 2)
 }
 
 fn fold<T: Element>(data: &[T], op: &Op<T>) -> T {

@@ -32,7 +32,14 @@ impl Module {
     fn sources(self) -> &'static [&'static str] {
         match self {
             Module::Reduce => &[INTRINSICS, LOADSTORE, CTA_REDUCE, KERNEL_REDUCE],
-            Module::Scan => &[INTRINSICS, LOADSTORE, CTA_REDUCE, CTA_SCAN, LOOKBACK, KERNEL_SCAN],
+            Module::Scan => &[
+                INTRINSICS,
+                LOADSTORE,
+                CTA_REDUCE,
+                CTA_SCAN,
+                LOOKBACK,
+                KERNEL_SCAN,
+            ],
         }
     }
     /// The kernels the module exports.
@@ -116,6 +123,8 @@ pub struct Compiled {
     pub cubin: Vec<u8>,
     /// ptxas's per-kernel report (empty when the cubin came from the disk cache).
     pub reports: Vec<KernelReport>,
+    /// NVRTC's program log (empty when the cubin came from the disk cache).
+    pub log: String,
 }
 
 static COMPILES: AtomicU64 = AtomicU64::new(0);
@@ -191,7 +200,11 @@ pub(crate) fn stable_hash(parts: &[&[u8]]) -> u128 {
 pub fn cache_key(source: &str, arch: u32) -> Result<u128> {
     let (ma, mi) = nvrtc_version()?;
     let opts = options(arch).join(" ");
-    Ok(stable_hash(&[source.as_bytes(), opts.as_bytes(), format!("{arch} {ma}.{mi}").as_bytes()]))
+    Ok(stable_hash(&[
+        source.as_bytes(),
+        opts.as_bytes(),
+        format!("{arch} {ma}.{mi}").as_bytes(),
+    ]))
 }
 
 /// The on-disk cache folder: `MGPU_CACHE_DIR`, else `$XDG_CACHE_HOME/mgpu`, else `~/.cache/mgpu`.
@@ -213,7 +226,11 @@ pub fn compile(name: &str, source: &str, arch: u32) -> Result<Compiled> {
     if let Some(p) = &path {
         if let Ok(cubin) = std::fs::read(p) {
             DISK_HITS.fetch_add(1, Ordering::Relaxed);
-            return Ok(Compiled { cubin, reports: Vec::new() });
+            return Ok(Compiled {
+                cubin,
+                reports: Vec::new(),
+                log: String::new(),
+            });
         }
     }
     let compiled = compile_uncached(name, source, arch)?;
@@ -239,6 +256,10 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 /// Compiles without looking at the disk cache, and returns ptxas's report.
 pub fn compile_uncached(name: &str, source: &str, arch: u32) -> Result<Compiled> {
     nvrtc_version()?;
+    // One compile at a time: NVRTC 13.0 was seen losing ptxas's report when programs compiled
+    // concurrently, and compiles are rare (cached) anyway.
+    static NVRTC_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = NVRTC_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let start = Instant::now();
     let c_src = CString::new(source)
         .map_err(|_| Error::InvalidArgument("kernel source contains a NUL byte".into()))?;
@@ -274,7 +295,11 @@ pub fn compile_uncached(name: &str, source: &str, arch: u32) -> Result<Compiled>
                 if r2 != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
                     Err(Error::NoNvrtc(format!("nvrtcGetCUBIN: {r2:?}")))
                 } else {
-                    Ok(Compiled { cubin, reports: parse_ptxas_log(&log) })
+                    Ok(Compiled {
+                        cubin,
+                        reports: parse_ptxas_log(&log),
+                        log,
+                    })
                 }
             }
         };
@@ -303,7 +328,10 @@ pub fn parse_ptxas_log(log: &str) -> Vec<KernelReport> {
             let rest = &line[i + 26..];
             let name = rest.split('\'').next().unwrap_or("").to_string();
             if out.last().map(|r| r.name != name).unwrap_or(true) {
-                out.push(KernelReport { name, ..Default::default() });
+                out.push(KernelReport {
+                    name,
+                    ..Default::default()
+                });
             }
         } else if let Some(r) = out.last_mut() {
             if line.contains("stack frame") {

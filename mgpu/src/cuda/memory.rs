@@ -19,13 +19,19 @@ impl DeviceMem {
         let ptr = if bytes == 0 {
             0
         } else {
-            gpu.ctx.bind_to_thread().map_err(driver("binding the context"))?;
+            gpu.ctx
+                .bind_to_thread()
+                .map_err(driver("binding the context"))?;
             // SAFETY: the stream is live; the memory is only used on this stream (all work of a
             // Context is queued on its one stream).
             unsafe { result::malloc_async(gpu.stream.cu_stream(), bytes) }
                 .map_err(driver("allocating device memory (out of memory?)"))?
         };
-        Ok(DeviceMem { ptr, bytes, gpu: gpu.clone() })
+        Ok(DeviceMem {
+            ptr,
+            bytes,
+            gpu: gpu.clone(),
+        })
     }
 
     pub fn zeroed(gpu: &Arc<Gpu>, bytes: usize) -> Result<DeviceMem> {
@@ -40,8 +46,15 @@ impl DeviceMem {
             return Ok(());
         }
         // SAFETY: the range lies inside this allocation (asserted above).
-        unsafe { result::memset_d8_async(self.ptr + offset as u64, 0, bytes, self.gpu.stream.cu_stream()) }
-            .map_err(driver("memset"))
+        unsafe {
+            result::memset_d8_async(
+                self.ptr + offset as u64,
+                0,
+                bytes,
+                self.gpu.stream.cu_stream(),
+            )
+        }
+        .map_err(driver("memset"))
     }
 
     /// Takes ownership of a cudarc slice's allocation (zero-copy).
@@ -50,7 +63,11 @@ impl DeviceMem {
         // Work queued on the slice's stream must finish before ours uses the memory.
         let _ = gpu.stream.join(slice.stream());
         let ptr = slice.leak();
-        DeviceMem { ptr, bytes, gpu: gpu.clone() }
+        DeviceMem {
+            ptr,
+            bytes,
+            gpu: gpu.clone(),
+        }
     }
 
     /// Gives the allocation to a cudarc slice of `len` elements (zero-copy).
@@ -98,6 +115,17 @@ impl DeviceMem {
         .map_err(driver("copying device to host"))?;
         self.gpu.synchronize()
     }
+}
+
+/// Device-to-device copy of `bytes` from the start of `src` to the start of `dst`.
+pub(crate) fn copy(src: &DeviceMem, dst: &DeviceMem, bytes: usize) -> Result<()> {
+    assert!(bytes <= src.bytes && bytes <= dst.bytes);
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: both ranges lie inside live allocations of this context (asserted above).
+    unsafe { result::memcpy_dtod_async(dst.ptr, src.ptr, bytes, src.gpu.stream.cu_stream()) }
+        .map_err(driver("copying device to device"))
 }
 
 impl Drop for DeviceMem {

@@ -55,14 +55,20 @@ impl LoadedModule {
 impl Gpu {
     pub fn new(ordinal: usize) -> Result<Gpu> {
         if !driver_available() {
-            return Err(Error::NoGpu("the CUDA driver library (libcuda.so) was not found".into()));
+            return Err(Error::NoGpu(
+                "the CUDA driver library (libcuda.so) was not found".into(),
+            ));
         }
         let count = CudaContext::device_count().map_err(|e| Error::NoGpu(format!("{e}")))?;
         if count as usize <= ordinal {
-            return Err(Error::NoGpu(format!("device {ordinal} requested, {count} present")));
+            return Err(Error::NoGpu(format!(
+                "device {ordinal} requested, {count} present"
+            )));
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoGpu(format!("{e}")))?;
-        let (major, minor) = ctx.compute_capability().map_err(driver("compute capability"))?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(driver("compute capability"))?;
         let sm_count = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(driver("multiprocessor count"))? as u32;
@@ -71,7 +77,8 @@ impl Gpu {
         // Keep freed stream-ordered memory in the pool: temporaries then cost no driver round trip.
         // SAFETY: the device handle is the live context's; the attribute takes a u64 by pointer.
         unsafe {
-            if let Ok(pool) = cudarc::driver::result::device::get_default_mem_pool(ctx.cu_device()) {
+            if let Ok(pool) = cudarc::driver::result::device::get_default_mem_pool(ctx.cu_device())
+            {
                 let mut threshold = u64::MAX;
                 let _ = cudarc::driver::result::mem_pool::set_attribute(
                     pool,
@@ -119,20 +126,48 @@ impl Gpu {
             .map_err(driver("loading a compiled module"))?;
         let mut functions = Vec::new();
         for &name in module.kernels() {
-            let f = cu_module.load_function(name).map_err(driver("loading a kernel"))?;
+            let f = cu_module
+                .load_function(name)
+                .map_err(driver("loading a kernel"))?;
             let blocks = f
                 .occupancy_max_active_blocks_per_multiprocessor(tuning.nt, 0, None)
                 .map_err(driver("querying occupancy"))?
                 .max(1);
             functions.push((name, f, blocks));
         }
-        let loaded = Arc::new(LoadedModule { _module: cu_module, functions });
+        let loaded = Arc::new(LoadedModule {
+            _module: cu_module,
+            functions,
+        });
         self.modules.lock().unwrap().insert(key, loaded.clone());
         Ok(loaded)
     }
 
+    /// GPU time of the work `work` queues, from events recorded around it.
+    pub fn time_ms(&self, work: impl FnOnce() -> Result<()>) -> Result<f64> {
+        let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self
+            .ctx
+            .new_event(flags)
+            .map_err(driver("creating an event"))?;
+        let end = self
+            .ctx
+            .new_event(flags)
+            .map_err(driver("creating an event"))?;
+        start
+            .record(&self.stream)
+            .map_err(driver("recording an event"))?;
+        work()?;
+        end.record(&self.stream)
+            .map_err(driver("recording an event"))?;
+        end.synchronize().map_err(driver("waiting for an event"))?;
+        Ok(start.elapsed_ms(&end).map_err(driver("reading an event"))? as f64)
+    }
+
     pub fn synchronize(&self) -> Result<()> {
-        self.stream.synchronize().map_err(driver("synchronizing the stream"))
+        self.stream
+            .synchronize()
+            .map_err(driver("synchronizing the stream"))
     }
 }
 

@@ -12,10 +12,18 @@ use std::sync::Arc;
 pub(crate) fn split(num_tiles: u64, max_ctas: u64) -> (u32, u64) {
     let grid = num_tiles.clamp(1, max_ctas.max(1));
     let tiles_per_cta = num_tiles.div_ceil(grid).max(1);
-    (num_tiles.div_ceil(tiles_per_cta).max(1) as u32, tiles_per_cta)
+    (
+        num_tiles.div_ceil(tiles_per_cta).max(1) as u32,
+        tiles_per_cta,
+    )
 }
 
-pub(crate) fn resolve(gpu: &Gpu, family: Family, size: usize, over: Option<Tuning>) -> Result<Tuning> {
+pub(crate) fn resolve(
+    gpu: &Gpu,
+    family: Family,
+    size: usize,
+    over: Option<Tuning>,
+) -> Result<Tuning> {
     match over {
         Some(t) => {
             t.validate(size)?;
@@ -44,10 +52,22 @@ pub(crate) fn reduce<T: Element>(
     loop {
         let (grid, tiles_per_cta) = split(n.div_ceil(nv), (gpu.sm_count * blocks_per_sm) as u64);
         if grid == 1 {
-            return launch(gpu, f, 1, nt, &[&src, &n, &tiles_per_cta, &out, &ByValue(op.identity())]);
+            return launch(
+                gpu,
+                f,
+                1,
+                nt,
+                &[&src, &n, &tiles_per_cta, &out, &ByValue(op.identity())],
+            );
         }
         let next = DeviceMem::alloc(gpu, grid as usize * std::mem::size_of::<T>())?;
-        launch(gpu, f, grid, nt, &[&src, &n, &tiles_per_cta, &next.ptr, &ByValue(op.identity())])?;
+        launch(
+            gpu,
+            f,
+            grid,
+            nt,
+            &[&src, &n, &tiles_per_cta, &next.ptr, &ByValue(op.identity())],
+        )?;
         src = next.ptr;
         n = grid as u64;
         levels.push(next);
@@ -68,5 +88,17 @@ pub(crate) fn upsweep<T: Element>(
 ) -> Result<()> {
     let module = gpu.module(Module::Reduce, op, tuning)?;
     let (f, _) = module.function("mgpu_reduce");
-    launch(gpu, f, grid, tuning.nt, &[&input, &count, &tiles_per_cta, &partials, &ByValue(op.identity())])
+    launch(
+        gpu,
+        f,
+        grid,
+        tuning.nt,
+        &[
+            &input,
+            &count,
+            &tiles_per_cta,
+            &partials,
+            &ByValue(op.identity()),
+        ],
+    )
 }

@@ -56,7 +56,9 @@ pub(crate) fn scan<T: Element>(
             tiles_kernel,
             1,
             tuning.nt,
-            &[&input, &output, &count, &exclusive, &num_tiles, &no_carry, &total, &identity],
+            &[
+                &input, &output, &count, &exclusive, &num_tiles, &no_carry, &total, &identity,
+            ],
         );
     }
 
@@ -72,13 +74,22 @@ pub(crate) fn scan<T: Element>(
             } else {
                 let flags = align256(n * 4);
                 let values = align256(n * size);
-                (counter_bytes + flags, counter_bytes + flags + 2 * values, Some((flags, values)))
+                (
+                    counter_bytes + flags,
+                    counter_bytes + flags + 2 * values,
+                    Some((flags, values)),
+                )
             };
             let scratch = DeviceMem::alloc(gpu, total_bytes)?;
             scratch.memset_zero(0, zeroed)?;
             let base = scratch.ptr;
             let args = match status {
-                None => TileStatusArgs { words: base + 256, flags: 0, aggregates: 0, inclusives: 0 },
+                None => TileStatusArgs {
+                    words: base + 256,
+                    flags: 0,
+                    aggregates: 0,
+                    inclusives: 0,
+                },
                 Some((flags, values)) => TileStatusArgs {
                     words: 0,
                     flags: base + 256,
@@ -92,13 +103,24 @@ pub(crate) fn scan<T: Element>(
                 f,
                 num_tiles as u32,
                 tuning.nt,
-                &[&input, &output, &count, &exclusive, &base, &args, &total, &identity],
+                &[
+                    &input, &output, &count, &exclusive, &base, &args, &total, &identity,
+                ],
             )
         }
         ScanAlgorithm::ReduceThenScan => {
             let (grid, tiles_per_cta) = split(num_tiles, (gpu.sm_count * blocks_per_sm) as u64);
             let partials = DeviceMem::alloc(gpu, grid as usize * std::mem::size_of::<T>())?;
-            upsweep(gpu, input, count, op, tuning, grid, tiles_per_cta, partials.ptr)?;
+            upsweep(
+                gpu,
+                input,
+                count,
+                op,
+                tuning,
+                grid,
+                tiles_per_cta,
+                partials.ptr,
+            )?;
             // Spine: an exclusive scan of the partials, in place, by one CTA; it yields the total.
             let spine_count = grid as u64;
             let spine_tiles = spine_count.div_ceil(nv);
@@ -107,7 +129,16 @@ pub(crate) fn scan<T: Element>(
                 tiles_kernel,
                 1,
                 tuning.nt,
-                &[&partials.ptr, &partials.ptr, &spine_count, &1i32, &spine_tiles, &no_carry, &total, &identity],
+                &[
+                    &partials.ptr,
+                    &partials.ptr,
+                    &spine_count,
+                    &1i32,
+                    &spine_tiles,
+                    &no_carry,
+                    &total,
+                    &identity,
+                ],
             )?;
             // Downsweep: each CTA rescans its range with its carry-in.
             let no_total: u64 = 0;
@@ -116,7 +147,16 @@ pub(crate) fn scan<T: Element>(
                 tiles_kernel,
                 grid,
                 tuning.nt,
-                &[&input, &output, &count, &exclusive, &tiles_per_cta, &partials.ptr, &no_total, &identity],
+                &[
+                    &input,
+                    &output,
+                    &count,
+                    &exclusive,
+                    &tiles_per_cta,
+                    &partials.ptr,
+                    &no_total,
+                    &identity,
+                ],
             )
         }
     }

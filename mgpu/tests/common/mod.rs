@@ -98,10 +98,16 @@ impl Element for Affine {
 }
 impl TestElement for Affine {
     fn random(r: &mut rand::rngs::StdRng) -> Self {
-        Affine { a: r.random(), b: r.random() }
+        Affine {
+            a: r.random(),
+            b: r.random(),
+        }
     }
     fn poison() -> Self {
-        Affine { a: 0xdead, b: 0xbeef }
+        Affine {
+            a: 0xdead,
+            b: 0xbeef,
+        }
     }
 }
 /// Composition "f, then g".
@@ -136,7 +142,11 @@ impl Element for Tagged {
 }
 impl TestElement for Tagged {
     fn random(r: &mut rand::rngs::StdRng) -> Self {
-        Tagged { a: r.random(), b: r.random(), tag: r.random() }
+        Tagged {
+            a: r.random(),
+            b: r.random(),
+            tag: r.random(),
+        }
     }
     fn poison() -> Self {
         Tagged { a: 7, b: 7, tag: 7 }
@@ -158,13 +168,30 @@ pub fn tagged_op() -> Op<Tagged> {
 /// A custom commutative operator: addition modulo a prime (inputs must be below the prime).
 pub const PRIME: i64 = 1_000_003;
 pub fn add_mod_prime() -> Op<i64> {
-    Op::new("add_mod_prime", 0i64, |a: i64, b: i64| (a + b) % PRIME, "(a + b) % 1000003LL")
-        .commutative(true)
+    Op::new(
+        "add_mod_prime",
+        0i64,
+        |a: i64, b: i64| (a + b) % PRIME,
+        "(a + b) % 1000003LL",
+    )
+    .commutative(true)
 }
 
 /// Sizes around the tile edges of tile size `nv`, plus multi-tile and multi-level sizes.
 pub fn sizes(nv: usize) -> Vec<usize> {
-    let mut v = vec![0, 1, 2, 31, 33, nv - 1, nv, nv + 1, 2 * nv - 1, 2 * nv + 1, 7 * nv + 3];
+    let mut v = vec![
+        0,
+        1,
+        2,
+        31,
+        33,
+        nv - 1,
+        nv,
+        nv + 1,
+        2 * nv - 1,
+        2 * nv + 1,
+        7 * nv + 3,
+    ];
     v.extend([(1 << 16) + 7, (1 << 20) + 123, 3 << 20]);
     v.sort();
     v.dedup();
@@ -173,5 +200,7 @@ pub fn sizes(nv: usize) -> Vec<usize> {
 
 /// The table's tile size for a family and element type (sm_90 on the CPU, where no arch exists).
 pub fn tile(ctx: &Context, family: mgpu::tuning::Family, size: usize) -> usize {
-    mgpu::tuning::lookup(family, ctx.arch().unwrap_or(90), size).unwrap().nv()
+    mgpu::tuning::lookup(family, ctx.arch().unwrap_or(90), size)
+        .unwrap()
+        .nv()
 }

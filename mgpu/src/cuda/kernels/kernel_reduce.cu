@@ -17,14 +17,16 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
   u64 tile_begin = (u64)blockIdx.x * tiles_per_cta;
   u64 tile_end = min(tile_begin + tiles_per_cta, num_tiles);
-  bool vec_ok = MGPU_VEC > 1 && MGPU_VT % MGPU_VEC == 0 && ((size_t)in & 15) == 0;
+  // Whole 16-byte vectors per thread per tile, and an aligned pointer.
+  constexpr bool VEC_TILES = MGPU_VEC > 1 && MGPU_VT % MGPU_VEC == 0;
+  bool vec_ok = VEC_TILES && ((size_t)in & 15) == 0;
 
   T acc = identity;
 #if MGPU_COMMUTATIVE
   // Any order will do: stream 16-byte vectors straight into registers, no shared memory.
   u64 tile = tile_begin;
   if (vec_ok) {
-    constexpr int PER_THREAD = MGPU_VT / MGPU_VEC;
+    constexpr int PER_THREAD = VEC_TILES ? MGPU_VT / MGPU_VEC : 1;
     u64 full_end = min(tile_end, count / MGPU_NV);
     for (; tile < full_end; ++tile) {
       const uint4* src = reinterpret_cast<const uint4*>(in + tile * MGPU_NV);

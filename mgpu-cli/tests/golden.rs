@@ -1,0 +1,78 @@
+//! Golden tests: `mgpu demo` prints the seed's demonstration outputs exactly, on every backend.
+
+use std::process::Command;
+
+/// The binary cargo built, or (tests staged to another machine) `MGPU_BIN` / `.gpu/bin/mgpu`.
+fn mgpu_bin() -> std::path::PathBuf {
+    let candidates = [
+        std::env::var_os("MGPU_BIN").map(Into::into),
+        Some(env!("CARGO_BIN_EXE_mgpu").into()),
+        Some(".gpu/bin/mgpu".into()),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p: &std::path::PathBuf| p.exists())
+        .expect("the mgpu binary (set MGPU_BIN)")
+}
+
+fn demo(name: &str, backend: &str) -> Result<String, String> {
+    let out = Command::new(mgpu_bin())
+        .args(["demo", name])
+        .env("MGPU_BACKEND", backend)
+        .output()
+        .expect("run mgpu");
+    if out.status.success() {
+        Ok(String::from_utf8(out.stdout).unwrap())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn backends() -> Vec<&'static str> {
+    let mut v = vec!["cpu"];
+    let gpu = mgpu::Context::cuda();
+    if gpu.is_ok() {
+        v.push("cuda");
+    } else if std::env::var("MGPU_REQUIRE_GPU").as_deref() == Ok("1") {
+        panic!("MGPU_REQUIRE_GPU=1 but no GPU: {}", gpu.unwrap_err());
+    }
+    v
+}
+
+#[test]
+fn demo_scan_matches_the_seed() {
+    for b in backends() {
+        assert_eq!(
+            demo("scan", b).unwrap(),
+            include_str!("golden/scan.txt"),
+            "backend {b}"
+        );
+    }
+}
+
+#[test]
+fn demo_max_reduce_matches_the_seed() {
+    for b in backends() {
+        assert_eq!(
+            demo("max-reduce", b).unwrap(),
+            include_str!("golden/max-reduce.txt"),
+            "backend {b}"
+        );
+    }
+}
+
+#[test]
+fn forcing_cuda_without_a_gpu_is_a_clear_error() {
+    if mgpu::Context::cuda().is_ok() {
+        return;
+    }
+    let err = demo("scan", "cuda").unwrap_err();
+    assert!(err.contains("no CUDA GPU available"), "{err}");
+}
+
+#[test]
+fn unknown_demo_names_the_demos() {
+    let err = demo("sort", "cpu").unwrap_err();
+    assert!(err.contains("scan, max-reduce"), "{err}");
+}

@@ -1,0 +1,123 @@
+//! Every kernel instantiation compiles with NVRTC for sm_90, and ptxas reports no spill and no
+//! stack frame (no register array fell into local memory). Needs libnvrtc, not a GPU; without
+//! it the test is skipped unless MGPU_REQUIRE_NVRTC=1 (CI sets it).
+
+mod common;
+use common::*;
+use mgpu::cuda::jit::{self, Module};
+use mgpu::tuning::{self, Family};
+use mgpu::{Element, Error, Op};
+
+fn nvrtc() -> bool {
+    let ok = jit::nvrtc_available();
+    if !ok && std::env::var("MGPU_REQUIRE_NVRTC").as_deref() == Ok("1") {
+        panic!("MGPU_REQUIRE_NVRTC=1 but libnvrtc cannot be loaded (LD_LIBRARY_PATH?)");
+    }
+    if !ok {
+        eprintln!("skipped: libnvrtc not found");
+    }
+    ok
+}
+
+const ARCH: u32 = 90;
+
+fn check_type<T: Element>(ops: &[Op<T>]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for op in ops {
+        for (module, family) in [
+            (Module::Reduce, Family::Reduce),
+            (Module::Scan, Family::Scan),
+            (Module::Reduce, Family::Scan),
+        ] {
+            // (Reduce, Scan): the upsweep of reduce-then-scan runs the reduce kernel with the scan tuning.
+            let tuning = tuning::lookup(family, ARCH, std::mem::size_of::<T>()).unwrap();
+            let src = jit::source(module, op, &tuning);
+            let c = jit::compile_uncached(module.name(), &src, ARCH).unwrap_or_else(|e| {
+                panic!("{} {} {}: {e}", T::CUDA_TYPE, op.name(), module.name())
+            });
+            assert!(!c.cubin.is_empty());
+            for k in module.kernels() {
+                let r = c
+                    .reports
+                    .iter()
+                    .find(|r| r.name == *k)
+                    .unwrap_or_else(|| panic!("no ptxas report for {k}: {:?}", c.reports));
+                let line = format!(
+                    "{:<18} {:<16} {:<5} {:>4}x{:<2} {:<19} regs {:>3} smem {:>6} stack {} spills {}/{}",
+                    T::CUDA_TYPE, op.name(), op.is_commutative(), tuning.nt, tuning.vt, k,
+                    r.registers, r.shared_bytes, r.stack_frame, r.spill_stores, r.spill_loads
+                );
+                assert!(r.clean(), "local memory used: {line}");
+                lines.push(line);
+            }
+        }
+    }
+    lines
+}
+
+fn arith<T: Element + mgpu::Arithmetic>() -> Vec<String> {
+    check_type::<T>(&[Op::plus(), Op::plus().commutative(false), Op::maximum()])
+}
+
+#[test]
+fn every_kernel_compiles_without_spills() {
+    if !nvrtc() {
+        return;
+    }
+    let mut lines = Vec::new();
+    lines.extend(arith::<i8>());
+    lines.extend(arith::<u8>());
+    lines.extend(arith::<i16>());
+    lines.extend(arith::<u16>());
+    lines.extend(arith::<i32>());
+    lines.extend(arith::<u32>());
+    lines.extend(arith::<i64>());
+    lines.extend(arith::<u64>());
+    lines.extend(arith::<f32>());
+    lines.extend(arith::<f64>());
+    lines.extend(check_type(&[affine_op()]));
+    lines.extend(check_type(&[tagged_op()]));
+    lines.extend(check_type(&[add_mod_prime()]));
+    eprintln!("{}", lines.join("\n"));
+}
+
+#[test]
+fn a_bad_operator_is_a_compile_error_with_the_log() {
+    if !nvrtc() {
+        return;
+    }
+    let op = Op::new("broken", 0i32, |a, b| a + b, "a +* b");
+    let t = tuning::lookup(Family::Reduce, ARCH, 4).unwrap();
+    let err =
+        jit::compile_uncached("reduce", &jit::source(Module::Reduce, &op, &t), ARCH).unwrap_err();
+    match &err {
+        Error::Compile { log, .. } => assert!(log.contains("error"), "{log}"),
+        other => panic!("expected a compile error, got {other}"),
+    }
+    assert!(err.to_string().contains("CUDA expression"), "{err}");
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct Mismatch {
+    a: u64,
+}
+impl Element for Mismatch {
+    const CUDA_TYPE: &'static str = "Mismatch";
+    const CUDA_DECLARATION: &'static str = "struct Mismatch { unsigned a; };";
+}
+
+#[test]
+fn a_declaration_that_does_not_match_the_rust_type_is_caught() {
+    if !nvrtc() {
+        return;
+    }
+    let op = Op::new("first", Mismatch { a: 0 }, |a, _| a, "a");
+    let t = tuning::lookup(Family::Reduce, ARCH, 8).unwrap();
+    let err =
+        jit::compile_uncached("reduce", &jit::source(Module::Reduce, &op, &t), ARCH).unwrap_err();
+    assert!(
+        err.to_string().contains("does not match the Rust type"),
+        "{err}"
+    );
+}

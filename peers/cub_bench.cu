@@ -1,0 +1,667 @@
+// cub_bench: the NVIDIA CUB peer harness for `mgpu bench`.
+//
+// Build:  nvcc -O3 -std=c++17 -arch=sm_90 -o cub_bench cub_bench.cu
+// Usage:  cub_bench <algo> <type> <n> [reps]
+//
+// Prints exactly one line on stdout:
+//   peer=cub algo=<algo> type=<type> n=<n> median_ms=<float> min_ms=<float> check=<ok|FAIL|skip>
+// Diagnostics go to stderr.
+//
+// Exit status: 0 measured (check may still say FAIL), 1 bad command line,
+// 2 CUDA error, 3 algorithm not available in this CUB.
+//
+// Input data are generated on the device from a counter-based hash
+// (splitmix64 of the index, fixed seed), so the host can regenerate any
+// element to verify results without copying the input back.
+
+#include <cub/device/device_merge_sort.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#if __has_include(<cub/device/device_merge.cuh>)
+#  include <cub/device/device_merge.cuh>
+#  define CUB_BENCH_HAVE_MERGE 1
+#else
+#  define CUB_BENCH_HAVE_MERGE 0
+#endif
+
+#include <cuda/functional>
+#include <cuda/std/functional>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+// ---------------------------------------------------------------------------
+// Error handling
+
+#define CK(call)                                                                         \
+  do {                                                                                   \
+    cudaError_t ck_err_ = (call);                                                        \
+    if (ck_err_ != cudaSuccess) {                                                        \
+      std::fprintf(stderr, "cub_bench: CUDA error %s (%s) at %s:%d in %s\n",            \
+                   cudaGetErrorName(ck_err_), cudaGetErrorString(ck_err_), __FILE__,     \
+                   __LINE__, #call);                                                     \
+      std::exit(2);                                                                      \
+    }                                                                                    \
+  } while (0)
+
+static void usage_and_exit() {
+  std::fprintf(stderr,
+               "usage: cub_bench <algo> <type> <n> [reps]\n"
+               "  algo: reduce scan scan-inclusive memcpy sort-keys sort-pairs radix-keys "
+               "radix-pairs merge\n"
+               "  type: i32 i64 u32 u64 f32 f64\n"
+               "  n:    element count (>= 1; >= 2 for merge)\n"
+               "  reps: timed repetitions (default 20)\n");
+  std::exit(1);
+}
+
+// ---------------------------------------------------------------------------
+// Deterministic data: splitmix64 over the element index.
+
+static constexpr uint64_t kSeed = 0x6D677075u;  // fixed seed
+static constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
+
+enum : uint64_t { kStreamInput = 1, kStreamSecond = 2 };
+
+__host__ __device__ inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// i-th output of a splitmix64 generator whose state starts at a seed derived
+// from (kSeed, stream).
+__host__ __device__ inline uint64_t rand_bits(uint64_t stream, uint64_t i) {
+  uint64_t start = mix64(kSeed + stream * kGamma);
+  return mix64(start + (i + 1) * kGamma);
+}
+
+// Maps 64 random bits to a value: floats uniform in [0,1), integers uniform
+// over their full range.
+template <class T>
+__host__ __device__ inline T value_from_bits(uint64_t h) {
+  if constexpr (std::is_same_v<T, float>) {
+    return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0);
+  } else {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(h));
+  }
+}
+
+template <class T>
+__host__ __device__ inline T gen(uint64_t stream, uint64_t i) {
+  return value_from_bits<T>(rand_bits(stream, i));
+}
+
+// The value paired with a key in the *-pairs benchmarks: a cheap bijection of
+// the key, so the host can verify that values travelled with their keys.
+template <class T>
+__host__ __device__ inline T pair_tag(T k) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return T(1) - k;  // exact for the [0,1) grid the generator produces
+  } else {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(k) ^ static_cast<U>(0x5A5A5A5A5A5A5A5Aull));
+  }
+}
+
+template <class T>
+inline uint64_t bits_of(T v) {
+  uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+
+template <class T>
+__global__ void fill_kernel(T* out, int64_t n, uint64_t stream, uint64_t index_offset) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    out[i] = gen<T>(stream, static_cast<uint64_t>(i) + index_offset);
+  }
+}
+
+template <class T>
+__global__ void tag_kernel(const T* keys, T* vals, int64_t n) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    vals[i] = pair_tag(keys[i]);
+  }
+}
+
+static unsigned grid_for(int64_t n) {
+  int64_t blocks = (n + 255) / 256;
+  if (blocks < 1) blocks = 1;
+  if (blocks > 65536) blocks = 65536;
+  return static_cast<unsigned>(blocks);
+}
+
+template <class T>
+static void fill(T* d, int64_t n, uint64_t stream, cudaStream_t s, uint64_t index_offset = 0) {
+  fill_kernel<T><<<grid_for(n), 256, 0, s>>>(d, n, stream, index_offset);
+  CK(cudaGetLastError());
+}
+
+// ---------------------------------------------------------------------------
+// Device buffers
+
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  explicit DevBuf(size_t count) {
+    CK(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(count, 1) * sizeof(T)));
+  }
+  ~DevBuf() {
+    if (p) cudaFree(p);
+  }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+
+struct TempStorage {
+  void* p = nullptr;
+  size_t bytes = 0;
+  void allocate(size_t b) {
+    bytes = b;
+    CK(cudaMalloc(&p, std::max<size_t>(b, 1)));
+  }
+  ~TempStorage() {
+    if (p) cudaFree(p);
+  }
+};
+
+template <class T>
+static std::vector<T> to_host(const T* d, size_t count, size_t offset = 0) {
+  std::vector<T> h(count);
+  if (count) CK(cudaMemcpy(h.data(), d + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// ---------------------------------------------------------------------------
+// Timing: 3 warm-up runs, then `reps` runs each bracketed by its own pair of
+// events on the benchmark stream. `setup` runs before each run, outside the
+// timed region (it restores inputs for in-place sorts).
+
+struct Timing {
+  double median_ms = 0, min_ms = 0;
+};
+
+template <class Setup, class Body>
+static Timing time_runs(cudaStream_t s, int reps, Setup setup, Body body) {
+  for (int w = 0; w < 3; ++w) {
+    setup();
+    CK(body());
+  }
+  CK(cudaStreamSynchronize(s));
+  CK(cudaGetLastError());
+
+  cudaEvent_t start, stop;
+  CK(cudaEventCreate(&start));
+  CK(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  ms.reserve(reps);
+  for (int r = 0; r < reps; ++r) {
+    setup();
+    CK(cudaEventRecord(start, s));
+    CK(body());
+    CK(cudaEventRecord(stop, s));
+    CK(cudaEventSynchronize(stop));
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(static_cast<double>(t));
+  }
+  CK(cudaGetLastError());
+  CK(cudaEventDestroy(start));
+  CK(cudaEventDestroy(stop));
+
+  std::sort(ms.begin(), ms.end());
+  Timing t;
+  size_t m = ms.size();
+  t.median_ms = (m % 2) ? ms[m / 2] : 0.5 * (ms[m / 2 - 1] + ms[m / 2]);
+  t.min_ms = ms.front();
+  return t;
+}
+
+// ---------------------------------------------------------------------------
+// Host-side verification helpers
+
+// Accumulator for sums: wrapping unsigned arithmetic of the same width for
+// integers (matching two's-complement overflow on the device), double for
+// floating point.
+template <class T, bool IsFloat = std::is_floating_point_v<T>>
+struct HostAcc {
+  using type = std::make_unsigned_t<T>;
+};
+template <class T>
+struct HostAcc<T, true> {
+  using type = double;
+};
+template <class T>
+using acc_t = typename HostAcc<T>::type;
+
+template <class T>
+static acc_t<T> acc_of(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<double>(v);
+  } else {
+    return static_cast<acc_t<T>>(v);
+  }
+}
+
+// Compare a device result to the host reference. Integers must match exactly;
+// floats within a relative tolerance scaled by `scale` (the magnitude of the
+// quantity the error accumulates in).
+template <class T>
+static bool close_enough(T got, acc_t<T> want, double rel_tol, double scale) {
+  if constexpr (std::is_floating_point_v<T>) {
+    double g = static_cast<double>(got);
+    if (!std::isfinite(g)) return false;
+    double tol = rel_tol * std::max({std::fabs(want), std::fabs(scale), 1.0});
+    return std::fabs(g - want) <= tol;
+  } else {
+    return static_cast<acc_t<T>>(got) == want;
+  }
+}
+
+template <class T>
+static acc_t<T> host_total(uint64_t stream, int64_t n) {
+  acc_t<T> s = 0;
+  for (int64_t i = 0; i < n; ++i) s += acc_of(gen<T>(stream, static_cast<uint64_t>(i)));
+  return s;
+}
+
+// Tolerances for float sums (relative to the total). Loose enough for the
+// tile-by-tile accumulation order of a decoupled look-back scan in f32, tight
+// enough to catch garbage or missing tiles.
+template <class T>
+static double reduce_tol() {
+  return std::is_same_v<T, float> ? 1e-4 : 1e-10;
+}
+template <class T>
+static double scan_tol() {
+  return std::is_same_v<T, float> ? 1e-2 : 1e-8;
+}
+
+// Order-independent multiset fingerprint of a set of values.
+template <class T>
+static uint64_t fingerprint_add(uint64_t acc, T v) {
+  return acc + mix64(bits_of(v) ^ 0xA0761D6478BD642Full);
+}
+
+template <class T>
+static bool is_sorted_host(const std::vector<T>& v) {
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] < v[i - 1]) {
+      std::fprintf(stderr, "cub_bench: output not sorted at index %zu\n", i);
+      return false;
+    }
+  return true;
+}
+
+// Full check of a sorted result (keys, optional values) against the generated
+// input: sorted, same multiset of keys, each value equal to its key's tag.
+template <class T>
+static bool check_sorted_output(const T* d_keys, const T* d_vals, int64_t n) {
+  std::vector<T> keys = to_host(d_keys, static_cast<size_t>(n));
+  if (!is_sorted_host(keys)) return false;
+  uint64_t want = 0, got = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    want = fingerprint_add(want, gen<T>(kStreamInput, static_cast<uint64_t>(i)));
+    got = fingerprint_add(got, keys[static_cast<size_t>(i)]);
+  }
+  if (want != got) {
+    std::fprintf(stderr, "cub_bench: sorted keys are not a permutation of the input\n");
+    return false;
+  }
+  if (d_vals) {
+    std::vector<T> vals = to_host(d_vals, static_cast<size_t>(n));
+    for (size_t i = 0; i < vals.size(); ++i)
+      if (bits_of(vals[i]) != bits_of(pair_tag(keys[i]))) {
+        std::fprintf(stderr, "cub_bench: value at index %zu does not belong to its key\n", i);
+        return false;
+      }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Benchmarks. NumT is the num_items type handed to CUB: int while n fits
+// (CUB's usual 32-bit offset path), int64_t beyond.
+
+struct Outcome {
+  Timing t;
+  const char* check = "skip";
+};
+
+template <class T, class NumT>
+static Outcome bench_reduce(int64_t n, int reps, cudaStream_t s) {
+  DevBuf<T> in(n), out(1);
+  fill(in.p, n, kStreamInput, s);
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceReduce::Sum(nullptr, bytes, in.p, out.p, static_cast<NumT>(n), s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(
+    s, reps, [] {},
+    [&] { return cub::DeviceReduce::Sum(tmp.p, tmp.bytes, in.p, out.p, static_cast<NumT>(n), s); });
+  CK(cudaStreamSynchronize(s));
+  T got = to_host(out.p, 1)[0];
+  acc_t<T> want = host_total<T>(kStreamInput, n);
+  bool ok = close_enough(got, want, reduce_tol<T>(), static_cast<double>(want));
+  if (!ok)
+    std::fprintf(stderr, "cub_bench: reduce mismatch: got %.17g want %.17g\n", static_cast<double>(got),
+                 static_cast<double>(want));
+  o.check = ok ? "ok" : "FAIL";
+  return o;
+}
+
+template <class T, class NumT>
+static Outcome bench_scan(int64_t n, int reps, cudaStream_t s, bool inclusive) {
+  DevBuf<T> in(n), out(n);
+  fill(in.p, n, kStreamInput, s);
+  TempStorage tmp;
+  size_t bytes = 0;
+  if (inclusive)
+    CK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in.p, out.p, static_cast<NumT>(n), s));
+  else
+    CK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in.p, out.p, static_cast<NumT>(n), s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return inclusive
+             ? cub::DeviceScan::InclusiveSum(tmp.p, tmp.bytes, in.p, out.p, static_cast<NumT>(n), s)
+             : cub::DeviceScan::ExclusiveSum(tmp.p, tmp.bytes, in.p, out.p, static_cast<NumT>(n), s);
+  });
+  CK(cudaStreamSynchronize(s));
+
+  // Head: out[0..16) against a host prefix.
+  const int64_t k = std::min<int64_t>(16, n);
+  std::vector<T> head = to_host(out.p, static_cast<size_t>(k));
+  std::vector<T> tail = to_host(out.p, static_cast<size_t>(k), static_cast<size_t>(n - k));
+  acc_t<T> total = host_total<T>(kStreamInput, n);
+  const double tol = scan_tol<T>();
+  bool ok = true;
+  acc_t<T> run = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    acc_t<T> x = acc_of(gen<T>(kStreamInput, static_cast<uint64_t>(i)));
+    acc_t<T> want = inclusive ? static_cast<acc_t<T>>(run + x) : run;
+    run = static_cast<acc_t<T>>(run + x);
+    if (!close_enough(head[static_cast<size_t>(i)], want, 1e-5, static_cast<double>(want))) {
+      std::fprintf(stderr, "cub_bench: scan mismatch at %lld: got %.17g want %.17g\n",
+                   static_cast<long long>(i), static_cast<double>(head[static_cast<size_t>(i)]),
+                   static_cast<double>(want));
+      ok = false;
+    }
+  }
+  // Tail: out[n-k..n) against total minus the suffix; for the exclusive scan
+  // this checks the total through out[n-1] + in[n-1].
+  acc_t<T> suffix = 0;  // sum of in[i+1..n)
+  for (int64_t i = n - 1; i >= n - k; --i) {
+    acc_t<T> x = acc_of(gen<T>(kStreamInput, static_cast<uint64_t>(i)));
+    acc_t<T> incl = static_cast<acc_t<T>>(total - suffix);  // sum of in[0..=i]
+    acc_t<T> want = inclusive ? incl : static_cast<acc_t<T>>(incl - x);
+    suffix = static_cast<acc_t<T>>(suffix + x);
+    T got = tail[static_cast<size_t>(i - (n - k))];
+    if (!close_enough(got, want, tol, static_cast<double>(total))) {
+      std::fprintf(stderr, "cub_bench: scan mismatch at %lld: got %.17g want %.17g\n",
+                   static_cast<long long>(i), static_cast<double>(got), static_cast<double>(want));
+      ok = false;
+    }
+  }
+  o.check = ok ? "ok" : "FAIL";
+  return o;
+}
+
+template <class T>
+static Outcome bench_memcpy(int64_t n, int reps, cudaStream_t s) {
+  DevBuf<T> in(n), out(n);
+  fill(in.p, n, kStreamInput, s);
+  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {},
+                  [&] { return cudaMemcpyAsync(out.p, in.p, bytes, cudaMemcpyDeviceToDevice, s); });
+  CK(cudaStreamSynchronize(s));
+  // Spot check: first, last and strided elements.
+  bool ok = true;
+  const int64_t k = std::min<int64_t>(1024, n);
+  std::vector<T> head = to_host(out.p, static_cast<size_t>(k));
+  std::vector<T> tail = to_host(out.p, static_cast<size_t>(k), static_cast<size_t>(n - k));
+  for (int64_t i = 0; i < k && ok; ++i) {
+    ok = bits_of(head[i]) == bits_of(gen<T>(kStreamInput, static_cast<uint64_t>(i))) &&
+         bits_of(tail[i]) == bits_of(gen<T>(kStreamInput, static_cast<uint64_t>(n - k + i)));
+  }
+  const int64_t step = std::max<int64_t>(1, n / 1024);
+  for (int64_t i = 0; i < n && ok; i += step) {
+    T v = to_host(out.p, 1, static_cast<size_t>(i))[0];
+    ok = bits_of(v) == bits_of(gen<T>(kStreamInput, static_cast<uint64_t>(i)));
+  }
+  if (!ok) std::fprintf(stderr, "cub_bench: memcpy output differs from input\n");
+  o.check = ok ? "ok" : "FAIL";
+  return o;
+}
+
+// cub::DeviceMergeSort sorts in place: the input is restored from a pristine
+// copy before every run, outside the timed region.
+template <class T, class NumT>
+static Outcome bench_merge_sort(int64_t n, int reps, cudaStream_t s, bool pairs) {
+  const size_t bytes_n = static_cast<size_t>(n) * sizeof(T);
+  DevBuf<T> pristine(n), keys(n);
+  fill(pristine.p, n, kStreamInput, s);
+  DevBuf<T> vals_pristine(pairs ? n : 0), vals(pairs ? n : 0);
+  if (pairs) {
+    tag_kernel<T><<<grid_for(n), 256, 0, s>>>(pristine.p, vals_pristine.p, n);
+    CK(cudaGetLastError());
+  }
+  const auto less = cuda::std::less<T>{};
+  TempStorage tmp;
+  size_t bytes = 0;
+  if (pairs)
+    CK(cub::DeviceMergeSort::SortPairs(nullptr, bytes, keys.p, vals.p, static_cast<NumT>(n), less, s));
+  else
+    CK(cub::DeviceMergeSort::SortKeys(nullptr, bytes, keys.p, static_cast<NumT>(n), less, s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(
+    s, reps,
+    [&] {
+      CK(cudaMemcpyAsync(keys.p, pristine.p, bytes_n, cudaMemcpyDeviceToDevice, s));
+      if (pairs) CK(cudaMemcpyAsync(vals.p, vals_pristine.p, bytes_n, cudaMemcpyDeviceToDevice, s));
+    },
+    [&] {
+      return pairs ? cub::DeviceMergeSort::SortPairs(tmp.p, tmp.bytes, keys.p, vals.p,
+                                                     static_cast<NumT>(n), less, s)
+                   : cub::DeviceMergeSort::SortKeys(tmp.p, tmp.bytes, keys.p, static_cast<NumT>(n),
+                                                    less, s);
+    });
+  CK(cudaStreamSynchronize(s));
+  o.check = check_sorted_output(keys.p, pairs ? vals.p : nullptr, n) ? "ok" : "FAIL";
+  return o;
+}
+
+// cub::DeviceRadixSort (keys_in -> keys_out form) leaves its input untouched,
+// so no restore is needed between runs.
+template <class T, class NumT>
+static Outcome bench_radix_sort(int64_t n, int reps, cudaStream_t s, bool pairs) {
+  DevBuf<T> keys_in(n), keys_out(n);
+  fill(keys_in.p, n, kStreamInput, s);
+  DevBuf<T> vals_in(pairs ? n : 0), vals_out(pairs ? n : 0);
+  if (pairs) {
+    tag_kernel<T><<<grid_for(n), 256, 0, s>>>(keys_in.p, vals_in.p, n);
+    CK(cudaGetLastError());
+  }
+  constexpr int end_bit = static_cast<int>(sizeof(T) * 8);
+  TempStorage tmp;
+  size_t bytes = 0;
+  if (pairs)
+    CK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys_in.p, keys_out.p, vals_in.p, vals_out.p,
+                                       static_cast<NumT>(n), 0, end_bit, s));
+  else
+    CK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, keys_in.p, keys_out.p, static_cast<NumT>(n), 0,
+                                      end_bit, s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return pairs ? cub::DeviceRadixSort::SortPairs(tmp.p, tmp.bytes, keys_in.p, keys_out.p, vals_in.p,
+                                                   vals_out.p, static_cast<NumT>(n), 0, end_bit, s)
+                 : cub::DeviceRadixSort::SortKeys(tmp.p, tmp.bytes, keys_in.p, keys_out.p,
+                                                  static_cast<NumT>(n), 0, end_bit, s);
+  });
+  CK(cudaStreamSynchronize(s));
+  o.check = check_sorted_output(keys_out.p, pairs ? vals_out.p : nullptr, n) ? "ok" : "FAIL";
+  return o;
+}
+
+#if CUB_BENCH_HAVE_MERGE
+// Merge of two sorted halves: in[0..n1) and in[n1..n), n1 = n/2. The halves
+// are the generated input, each sorted once before timing.
+template <class T>
+static Outcome bench_merge(int64_t n, int reps, cudaStream_t s) {
+  const int64_t n1 = n / 2, n2 = n - n1;
+  DevBuf<T> in(n), out(n);
+  {
+    DevBuf<T> raw(n);
+    fill(raw.p, n, kStreamInput, s);
+    constexpr int end_bit = static_cast<int>(sizeof(T) * 8);
+    size_t b1 = 0, b2 = 0;
+    CK(cub::DeviceRadixSort::SortKeys(nullptr, b1, raw.p, in.p, n1, 0, end_bit, s));
+    CK(cub::DeviceRadixSort::SortKeys(nullptr, b2, raw.p + n1, in.p + n1, n2, 0, end_bit, s));
+    TempStorage sort_tmp;
+    sort_tmp.allocate(std::max(b1, b2));
+    CK(cub::DeviceRadixSort::SortKeys(sort_tmp.p, b1, raw.p, in.p, n1, 0, end_bit, s));
+    CK(cub::DeviceRadixSort::SortKeys(sort_tmp.p, b2, raw.p + n1, in.p + n1, n2, 0, end_bit, s));
+    CK(cudaStreamSynchronize(s));
+  }
+  const auto less = cuda::std::less<T>{};
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceMerge::MergeKeys(nullptr, bytes, in.p, n1, in.p + n1, n2, out.p, less, s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceMerge::MergeKeys(tmp.p, tmp.bytes, in.p, n1, in.p + n1, n2, out.p, less, s);
+  });
+  CK(cudaStreamSynchronize(s));
+  o.check = check_sorted_output<T>(out.p, nullptr, n) ? "ok" : "FAIL";
+  return o;
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// Dispatch
+
+enum class Algo { Reduce, Scan, ScanInclusive, Memcpy, SortKeys, SortPairs, RadixKeys, RadixPairs, Merge };
+
+template <class T, class NumT>
+static Outcome run_algo(Algo a, int64_t n, int reps, cudaStream_t s) {
+  switch (a) {
+    case Algo::Reduce: return bench_reduce<T, NumT>(n, reps, s);
+    case Algo::Scan: return bench_scan<T, NumT>(n, reps, s, false);
+    case Algo::ScanInclusive: return bench_scan<T, NumT>(n, reps, s, true);
+    case Algo::Memcpy: return bench_memcpy<T>(n, reps, s);
+    case Algo::SortKeys: return bench_merge_sort<T, NumT>(n, reps, s, false);
+    case Algo::SortPairs: return bench_merge_sort<T, NumT>(n, reps, s, true);
+    case Algo::RadixKeys: return bench_radix_sort<T, NumT>(n, reps, s, false);
+    case Algo::RadixPairs: return bench_radix_sort<T, NumT>(n, reps, s, true);
+    case Algo::Merge:
+#if CUB_BENCH_HAVE_MERGE
+      return bench_merge<T>(n, reps, s);
+#else
+      break;
+#endif
+  }
+  std::printf("unsupported\n");
+  std::exit(3);
+}
+
+template <class T>
+static Outcome run_typed(Algo a, int64_t n, int reps, cudaStream_t s) {
+  if (n <= INT_MAX) return run_algo<T, int>(a, n, reps, s);
+  return run_algo<T, int64_t>(a, n, reps, s);
+}
+
+static bool parse_u64(const char* s, uint64_t& out) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0' || s[0] == '-') return false;
+  out = v;
+  return true;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 4 || argc > 5) usage_and_exit();
+  const std::string algo_s = argv[1], type_s = argv[2];
+
+  Algo algo;
+  if (algo_s == "reduce") algo = Algo::Reduce;
+  else if (algo_s == "scan") algo = Algo::Scan;
+  else if (algo_s == "scan-inclusive") algo = Algo::ScanInclusive;
+  else if (algo_s == "memcpy") algo = Algo::Memcpy;
+  else if (algo_s == "sort-keys") algo = Algo::SortKeys;
+  else if (algo_s == "sort-pairs") algo = Algo::SortPairs;
+  else if (algo_s == "radix-keys") algo = Algo::RadixKeys;
+  else if (algo_s == "radix-pairs") algo = Algo::RadixPairs;
+  else if (algo_s == "merge") algo = Algo::Merge;
+  else {
+    std::fprintf(stderr, "cub_bench: unknown algo '%s'\n", algo_s.c_str());
+    usage_and_exit();
+  }
+
+  uint64_t n_u = 0, reps_u = 20;
+  if (!parse_u64(argv[3], n_u) || n_u == 0 || n_u > static_cast<uint64_t>(INT64_MAX) / 16) {
+    std::fprintf(stderr, "cub_bench: bad element count '%s'\n", argv[3]);
+    usage_and_exit();
+  }
+  if (argc == 5 && (!parse_u64(argv[4], reps_u) || reps_u == 0 || reps_u > 100000)) {
+    std::fprintf(stderr, "cub_bench: bad repetition count '%s'\n", argv[4]);
+    usage_and_exit();
+  }
+  const int64_t n = static_cast<int64_t>(n_u);
+  const int reps = static_cast<int>(reps_u);
+  if (algo == Algo::Merge && n < 2) {
+    std::fprintf(stderr, "cub_bench: merge needs n >= 2\n");
+    usage_and_exit();
+  }
+#if !CUB_BENCH_HAVE_MERGE
+  if (algo == Algo::Merge) {
+    std::printf("unsupported\n");
+    return 3;
+  }
+#endif
+
+  CK(cudaSetDevice(0));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+  Outcome o;
+  if (type_s == "i32") o = run_typed<int32_t>(algo, n, reps, s);
+  else if (type_s == "i64") o = run_typed<int64_t>(algo, n, reps, s);
+  else if (type_s == "u32") o = run_typed<uint32_t>(algo, n, reps, s);
+  else if (type_s == "u64") o = run_typed<uint64_t>(algo, n, reps, s);
+  else if (type_s == "f32") o = run_typed<float>(algo, n, reps, s);
+  else if (type_s == "f64") o = run_typed<double>(algo, n, reps, s);
+  else {
+    std::fprintf(stderr, "cub_bench: unknown type '%s'\n", type_s.c_str());
+    usage_and_exit();
+  }
+
+  CK(cudaStreamDestroy(s));
+  std::printf("peer=cub algo=%s type=%s n=%lld median_ms=%.6f min_ms=%.6f check=%s\n", algo_s.c_str(),
+              type_s.c_str(), static_cast<long long>(n), o.t.median_ms, o.t.min_ms, o.check);
+  std::fflush(stdout);
+  return 0;
+}
