@@ -71,6 +71,8 @@ pub fn max_reduce(ctx: &Context) -> mgpu::Result<String> {
     Ok(out)
 }
 
+/// A demo: runs on a context and returns what it prints.
+pub type Demo = fn(&Context) -> mgpu::Result<String>;
+
 /// Every demo by name.
-pub const DEMOS: &[(&str, fn(&Context) -> mgpu::Result<String>)] =
-    &[("scan", scan), ("max-reduce", max_reduce)];
+pub const DEMOS: &[(&str, Demo)] = &[("scan", scan), ("max-reduce", max_reduce)];

@@ -65,7 +65,7 @@ impl Peer {
         // concurrent build never leaves a half-written binary under the final name.
         let tmp_exe = dir.join(format!("cub_bench-{key}.tmp{}", std::process::id()));
 
-        eprintln!("building the CUB peer with nvcc (about a minute)...");
+        eprintln!("building the CUB peer with nvcc (a minute or two)...");
         let output = Command::new(&nvcc)
             .args(NVCC_FLAGS)
             .arg("-o")
@@ -144,8 +144,7 @@ pub fn parse_output(stdout: &str) -> Result<PeerResult, String> {
     let line = stdout
         .lines()
         .map(str::trim)
-        .filter(|l| l.split_whitespace().any(|t| t.starts_with("peer=")))
-        .last()
+        .rfind(|l| l.split_whitespace().any(|t| t.starts_with("peer=")))
         .ok_or_else(|| "no result line (peer=...) in the output".to_string())?;
     let fields: HashMap<&str, &str> = line
         .split_whitespace()

@@ -30,14 +30,13 @@ fn demo(name: &str, backend: &str) -> Result<String, String> {
 }
 
 fn backends() -> Vec<&'static str> {
-    let mut v = vec!["cpu"];
-    let gpu = mgpu::Context::cuda();
-    if gpu.is_ok() {
-        v.push("cuda");
-    } else if std::env::var("MGPU_REQUIRE_GPU").as_deref() == Ok("1") {
-        panic!("MGPU_REQUIRE_GPU=1 but no GPU: {}", gpu.unwrap_err());
+    match mgpu::Context::cuda() {
+        Ok(_) => vec!["cpu", "cuda"],
+        Err(e) if std::env::var("MGPU_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("MGPU_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(_) => vec!["cpu"],
     }
-    v
 }
 
 #[test]

@@ -38,7 +38,7 @@ impl Tuning {
 
     /// Checks the tuning against hardware limits for an element of `elem_size` bytes.
     pub fn validate(&self, elem_size: usize) -> Result<()> {
-        if self.nt == 0 || self.nt % 32 != 0 || self.nt > 1024 {
+        if self.nt == 0 || !self.nt.is_multiple_of(32) || self.nt > 1024 {
             return invalid(format!(
                 "tuning nt = {} must be a multiple of 32 in 32..=1024",
                 self.nt

@@ -106,7 +106,7 @@ fn reduce_multi_level_with_tuning_override() {
         for tuning in [
             Tuning::new(32, 1, 8),
             Tuning::new(64, 3, 4),
-            Tuning::new(512, 9, 1),
+            Tuning::new(512, 5, 1),
         ] {
             for n in [1usize, 95, 96, 97, 1 << 18, 1_000_001] {
                 let data = random_vec::<u32>(&mut r, n);

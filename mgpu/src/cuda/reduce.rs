@@ -76,6 +76,7 @@ pub(crate) fn reduce<T: Element>(
 
 /// Upsweep for reduce-then-scan: one partial per CTA over ranges of `tiles_per_cta` tiles of the
 /// given tuning (the downsweep uses the same ranges).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn upsweep<T: Element>(
     gpu: &Arc<Gpu>,
     input: CUdeviceptr,
