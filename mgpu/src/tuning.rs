@@ -121,13 +121,23 @@ const fn e(family: Family, arch: u32, size_class: u32, nt: u32, vt: u32, occ: u3
 // The table. Each entry says where its numbers came from.
 const TABLE: &[Entry] = &[
     // sm_70 baseline (inherited by every newer architecture without its own entry): the seed's
-    // register-blocking guidance (NT 128..256, odd VT), not measured on this project's devices.
+    // register-blocking guidance (NT 128..256, odd VT for scan), not measured on our devices.
     e(Family::Reduce, 70, 4, 256, 16, 4),
     e(Family::Reduce, 70, 8, 256, 8, 4),
     e(Family::Reduce, 70, 16, 256, 4, 4),
     e(Family::Scan, 70, 4, 256, 15, 2),
     e(Family::Scan, 70, 8, 256, 9, 2),
     e(Family::Scan, 70, 16, 128, 7, 4),
+    // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
+    // (median of 10-15; 2^28 i32 in ms, memcpy of the same bytes 0.718 ms):
+    //   256x15x2 1.03 | 256x23x1 0.95 | 256x31x1 0.96 | 128x15x4 1.14 | 128x31x4 0.94
+    //   128x39x4 0.90 | 128x43x4 0.91 | 128x47x2 0.91 | 160x39x2 0.91 | 512x15x1 1.13
+    //   256x7x4 1.31 | 128x39x12 1.39 (spills); look-back back-off 30..400 ns: no gain.
+    // 2^28 i64: 256x9x2 2.47 | 256x15x1 2.16 | 128x23x2 2.17 | 128x31x2 2.08 | 128x19x4 2.21.
+    // Larger tiles amortize the look-back, which ncu shows as barrier stalls (48% of stalls at
+    // 128x31). Reduce: 256x16x4 reaches 3.0 TB/s (1.0x CUB's DeviceReduce::Sum), kept.
+    e(Family::Scan, 90, 4, 128, 39, 4),
+    e(Family::Scan, 90, 8, 128, 31, 2),
 ];
 
 /// The tuning for a family on an architecture (`major * 10 + minor`, e.g. 90) and element size:

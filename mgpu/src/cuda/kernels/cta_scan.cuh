@@ -16,6 +16,7 @@ struct CtaScanStorage {
 };
 
 // Exclusive scan of one value per thread. Returns the exclusive prefix; `total` gets the CTA total.
+// The caller must pass a barrier before `storage` is written again.
 __device__ __forceinline__ T cta_scan_exclusive(T x, Op op, T identity, T& total,
                                                 CtaScanStorage& storage) {
   int tid = threadIdx.x, lane = tid & (MGPU_WARP - 1), warp = tid / MGPU_WARP;
@@ -34,6 +35,5 @@ __device__ __forceinline__ T cta_scan_exclusive(T x, Op op, T identity, T& total
   total = all;
   T lane_exclusive = shfl_up(inclusive, 1);
   if (lane == 0) lane_exclusive = identity;
-  __syncthreads();  // storage may be reused by the caller
   return op(warp_prefix, lane_exclusive);
 }

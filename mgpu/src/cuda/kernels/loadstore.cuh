@@ -15,7 +15,8 @@ __device__ __forceinline__ void load_tile_to_shared(const T* src, int count, boo
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
       int c = i * MGPU_NT + tid;
-      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS) r[i] = reinterpret_cast<const uint4*>(src)[c];
+      // Streaming (evict-first): each input byte is read once.
+      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS) r[i] = __ldcs(reinterpret_cast<const uint4*>(src) + c);
     }
 #pragma unroll
     for (int i = 0; i < PER_THREAD; ++i) {
@@ -44,7 +45,7 @@ __device__ __forceinline__ void store_tile_from_shared(const T* shared, int coun
     for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
       int c = i * MGPU_NT + tid;
       if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
-        reinterpret_cast<uint4*>(dest)[c] = reinterpret_cast<const uint4*>(shared)[c];
+        __stcs(reinterpret_cast<uint4*>(dest) + c, reinterpret_cast<const uint4*>(shared)[c]);
     }
   } else {
 #pragma unroll
