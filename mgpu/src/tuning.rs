@@ -221,9 +221,14 @@ mod tests {
 
     #[test]
     fn newer_architectures_inherit() {
+        let scan = |arch| lookup(Family::Scan, arch, 4).unwrap();
+        assert_eq!(scan(120), scan(90));
+        assert_eq!(scan(86), scan(70));
+        assert_ne!(scan(90), scan(70));
+        // sm_90 has no reduce entry of its own: it inherits sm_70's.
         assert_eq!(
-            lookup(Family::Scan, 120, 4).unwrap(),
-            lookup(Family::Scan, 70, 4).unwrap()
+            lookup(Family::Reduce, 90, 4).unwrap(),
+            lookup(Family::Reduce, 70, 4).unwrap()
         );
     }
 
