@@ -135,9 +135,10 @@ const TABLE: &[Entry] = &[
     //   256x7x4 1.31 | 128x39x12 1.39 (spills); look-back back-off 30..400 ns: no gain.
     // 2^28 i64: 256x9x2 2.47 | 256x15x1 2.16 | 128x23x2 2.17 | 128x31x2 2.08 | 128x19x4 2.21.
     // Larger tiles amortize the look-back, which ncu shows as barrier stalls (48% of stalls at
-    // 128x31). Reduce: 256x16x4 reaches 3.0 TB/s (1.0x CUB's DeviceReduce::Sum), kept.
+    // 128x31). 8-byte: 128x23, not 128x31: with NVRTC 13.0, 128x31 spills in mgpu_scan_tiles for
+    // an i64 modulo operator (255 registers, 24-byte stack); 128x23 is clean on 13.0 and 13.5. Reduce: 256x16x4 reaches 3.0 TB/s (1.0x CUB's DeviceReduce::Sum), kept.
     e(Family::Scan, 90, 4, 128, 39, 4),
-    e(Family::Scan, 90, 8, 128, 31, 2),
+    e(Family::Scan, 90, 8, 128, 23, 2),
 ];
 
 /// The tuning for a family on an architecture (`major * 10 + minor`, e.g. 90) and element size:
