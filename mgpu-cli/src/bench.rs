@@ -2,7 +2,7 @@
 //! CUB, all measured in the same run (CUDA events, warm-up, median).
 
 use crate::peers::Peer;
-use mgpu::{Arithmetic, Buffer, Context, Element, Op, ScanOptions};
+use mgpu::{Arithmetic, Buffer, Comparator, Context, Element, Op, ScanOptions};
 use std::time::Instant;
 
 struct Args {
@@ -19,11 +19,11 @@ fn parse(args: &[String]) -> Result<Args, String> {
     let mut it = args.iter();
     let primitive = it
         .next()
-        .ok_or("bench: which primitive? reduce or scan")?
+        .ok_or("bench: which primitive? reduce, scan, sort or merge")?
         .clone();
-    if !["reduce", "scan"].contains(&primitive.as_str()) {
+    if !["reduce", "scan", "sort", "merge"].contains(&primitive.as_str()) {
         return Err(format!(
-            "bench: unknown primitive `{primitive}` (reduce, scan)"
+            "bench: unknown primitive `{primitive}` (reduce, scan, sort, merge)"
         ));
     }
     let mut a = Args {
@@ -119,11 +119,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 struct Row {
+    variant: String,
     ty: String,
     log2: u32,
     ms: f64,
     memcpy_ms: f64,
-    peer_ms: Option<f64>,
+    /// (peer name, median ms), in the peers' column order.
+    peers: Vec<(&'static str, Option<f64>)>,
 }
 
 fn time<F: FnMut() -> mgpu::Result<()>>(
@@ -131,16 +133,63 @@ fn time<F: FnMut() -> mgpu::Result<()>>(
     reps: usize,
     mut f: F,
 ) -> Result<f64, String> {
+    time_with_setup(ctx, reps, &mut (), |_| Ok(()), |_| f())
+}
+
+/// Median GPU time of `work`; `setup` runs before each repetition, outside the timed region.
+/// Both get the mutable `state` (the buffers being sorted).
+fn time_with_setup<S, A, F>(
+    ctx: &Context,
+    reps: usize,
+    state: &mut S,
+    mut setup: A,
+    mut work: F,
+) -> Result<f64, String>
+where
+    A: FnMut(&mut S) -> mgpu::Result<()>,
+    F: FnMut(&mut S) -> mgpu::Result<()>,
+{
     for _ in 0..3 {
-        f().map_err(|e| e.to_string())?;
+        setup(state)
+            .and_then(|_| work(state))
+            .map_err(|e| e.to_string())?;
     }
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
-        times.push(ctx.time_ms(&mut f).map_err(|e| e.to_string())?);
+        setup(state).map_err(|e| e.to_string())?;
+        times.push(ctx.time_ms(|| work(state)).map_err(|e| e.to_string())?);
     }
     Ok(median(times))
 }
 
+fn peer_ms(peer: Option<&Peer>, algo: &str, ty: &str, n: u64, reps: usize) -> Option<f64> {
+    let p = peer?;
+    match p.run(algo, ty, n, reps as u32) {
+        Ok(r) => {
+            if r.check != "ok" {
+                eprintln!("warning: CUB {algo} {ty} n={n}: self-check {}", r.check);
+            }
+            Some(r.median_ms)
+        }
+        Err(e) => {
+            eprintln!("warning: CUB peer {algo} failed: {e}");
+            None
+        }
+    }
+}
+
+fn report_first_use(what: &str, ty: &str, t: Instant, before: mgpu::cuda::jit::JitStats) {
+    let after = mgpu::cuda::jit::stats();
+    eprintln!(
+        "{what} {ty}: first call {:.1} ms ({} kernels compiled in {} ms, {} from the disk cache)",
+        t.elapsed().as_secs_f64() * 1e3,
+        after.compiles - before.compiles,
+        after.compile_ms - before.compile_ms,
+        after.disk_hits - before.disk_hits
+    );
+}
+
+/// Reduce and scan.
 fn bench_type<T: BenchElement>(
     ctx: &Context,
     a: &Args,
@@ -170,15 +219,7 @@ fn bench_type<T: BenchElement>(
     run(&small, &mut small_out)
         .and_then(|_| ctx.synchronize())
         .map_err(|e| e.to_string())?;
-    let after = mgpu::cuda::jit::stats();
-    eprintln!(
-        "{} {ty}: first call {:.1} ms ({} kernels compiled in {} ms, {} from the disk cache)",
-        a.primitive,
-        t.elapsed().as_secs_f64() * 1e3,
-        after.compiles - before.compiles,
-        after.compile_ms - before.compile_ms,
-        after.disk_hits - before.disk_hits
-    );
+    report_first_use(&a.primitive, ty, t, before);
     let mut rows = Vec::new();
     for log2 in a.sizes.clone() {
         let n = 1usize << log2;
@@ -186,51 +227,117 @@ fn bench_type<T: BenchElement>(
         let mut out = ctx.zeros::<T>(n).map_err(|e| e.to_string())?;
         let ms = time(ctx, a.reps, || run(&input, &mut out))?;
         let memcpy_ms = time(ctx, a.reps, || ctx.copy(&input, &mut out))?;
-        let peer_ms = match peer {
-            Some(p) => {
-                let algo = if a.primitive == "reduce" {
-                    "reduce"
-                } else {
-                    "scan"
-                };
-                match p.run(algo, ty, n as u64, a.reps as u32) {
-                    Ok(r) => {
-                        if r.check != "ok" {
-                            eprintln!("warning: CUB {algo} {ty} 2^{log2}: self-check {}", r.check);
-                        }
-                        Some(r.median_ms)
-                    }
-                    Err(e) => {
-                        eprintln!("warning: CUB peer failed: {e}");
-                        None
-                    }
-                }
-            }
-            None => None,
+        let algo = if a.primitive == "reduce" {
+            "reduce"
+        } else {
+            "scan"
         };
+        let peers = vec![("cub", peer_ms(peer, algo, ty, n as u64, a.reps))];
         let row = Row {
+            variant: a.primitive.clone(),
             ty: ty.to_string(),
             log2,
             ms,
             memcpy_ms,
-            peer_ms,
+            peers,
         };
-        print_row(a, &row, std::mem::size_of::<T>());
+        print_row(&row, std::mem::size_of::<T>());
         rows.push(row);
     }
     Ok(rows)
 }
 
-fn print_row(a: &Args, r: &Row, size: usize) {
-    let n = (1u64 << r.log2) as f64;
-    let traffic = if a.primitive == "reduce" { 1.0 } else { 2.0 };
-    let peer = match r.peer_ms {
-        Some(p) => format!("{p:>9.4} {:>7.3}", p / r.ms),
-        None => format!("{:>9} {:>7}", "-", "-"),
+/// Sort keys and pairs (the unsorted input is restored before each timed run), and merge.
+fn bench_sort_type<T: BenchElement>(
+    ctx: &Context,
+    a: &Args,
+    ty: &str,
+    peer: Option<&Peer>,
+) -> Result<Vec<Row>, String> {
+    let comp = Comparator::<T>::less();
+    let err = |e: mgpu::Error| e.to_string();
+    let variants: &[(&str, &str, &str)] = if a.primitive == "merge" {
+        &[("merge", "merge", "")]
+    } else {
+        &[
+            ("sort-keys", "sort-keys", "radix-keys"),
+            ("sort-pairs", "sort-pairs", "radix-pairs"),
+        ]
     };
+    let mut rows = Vec::new();
+    for log2 in a.sizes.clone() {
+        let n = 1usize << log2;
+        let pristine = ctx.upload(&random::<T>(n)).map_err(err)?;
+        let mut keys = ctx.zeros::<T>(n).map_err(err)?;
+        let memcpy_ms = time(ctx, a.reps, || ctx.copy(&pristine, &mut keys))?;
+        for &(variant, cub_algo, radix_algo) in variants {
+            let (t, before) = (Instant::now(), mgpu::cuda::jit::stats());
+            let ms = match variant {
+                "sort-keys" => time_with_setup(
+                    ctx,
+                    a.reps,
+                    &mut keys,
+                    |k| ctx.copy(&pristine, k),
+                    |k| ctx.sort(k, &comp),
+                )?,
+                "sort-pairs" => {
+                    let values = ctx.upload(&random::<T>(n)).map_err(err)?;
+                    let mut vals = ctx.zeros::<T>(n).map_err(err)?;
+                    time_with_setup(
+                        ctx,
+                        a.reps,
+                        &mut (&mut keys, &mut vals),
+                        |(k, v)| ctx.copy(&pristine, k).and_then(|_| ctx.copy(&values, v)),
+                        |(k, v)| ctx.sort_pairs(k, v, &comp),
+                    )?
+                }
+                _ => {
+                    // Two sorted halves of n/2 keys each.
+                    let mut half_a = ctx.upload(&random::<T>(n / 2)).map_err(err)?;
+                    let mut half_b = ctx.upload(&random::<T>(n - n / 2)).map_err(err)?;
+                    ctx.sort(&mut half_a, &comp).map_err(err)?;
+                    ctx.sort(&mut half_b, &comp).map_err(err)?;
+                    time(ctx, a.reps, || {
+                        ctx.merge(&half_a, &half_b, &mut keys, &comp)
+                    })?
+                }
+            };
+            if log2 == *a.sizes.start() {
+                report_first_use(variant, ty, t, before);
+            }
+            let mut peers = vec![("cub", peer_ms(peer, cub_algo, ty, n as u64, a.reps))];
+            if !radix_algo.is_empty() {
+                peers.push(("radix", peer_ms(peer, radix_algo, ty, n as u64, a.reps)));
+            }
+            let row = Row {
+                variant: variant.to_string(),
+                ty: ty.to_string(),
+                log2,
+                ms,
+                memcpy_ms,
+                peers,
+            };
+            print_row(&row, std::mem::size_of::<T>());
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+fn print_row(r: &Row, size: usize) {
+    let n = (1u64 << r.log2) as f64;
+    // Bytes that must move: reduce reads n; the others read and write n (a sort, per pass).
+    let traffic = if r.variant == "reduce" { 1.0 } else { 2.0 };
+    let mut peers = String::new();
+    for (_, ms) in &r.peers {
+        peers += &match ms {
+            Some(p) => format!(" {p:>9.4} {:>7.3}", p / r.ms),
+            None => format!(" {:>9} {:>7}", "-", "-"),
+        };
+    }
     println!(
-        "{:<6} {:<4} 2^{:<3} {:>9.4} {:>9.1} {:>8.1} {:>9.4} {:>7.3} {peer}",
-        a.primitive,
+        "{:<10} {:<4} 2^{:<3} {:>9.4} {:>9.2} {:>8.1} {:>9.4} {:>7.3}{peers}",
+        r.variant,
         r.ty,
         r.log2,
         r.ms,
@@ -273,8 +380,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ctx.description(),
         a.reps
     );
-    println!(
-        "{:<6} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
+    let mut header = format!(
+        "{:<10} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
         "prim",
         "type",
         "n",
@@ -286,28 +393,53 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "cub_ms",
         "vs_cub"
     );
+    if a.primitive == "sort" {
+        header += &format!(" {:>9} {:>7}", "radix_ms", "vs_radx");
+    }
+    println!("{header}");
+    let sorting = a.primitive == "sort" || a.primitive == "merge";
     let mut rows = Vec::new();
     for ty in &a.types {
-        let r = match ty.as_str() {
-            "i32" => bench_type::<i32>(&ctx, &a, ty, peer.as_ref()),
-            "i64" => bench_type::<i64>(&ctx, &a, ty, peer.as_ref()),
-            "u32" => bench_type::<u32>(&ctx, &a, ty, peer.as_ref()),
-            "u64" => bench_type::<u64>(&ctx, &a, ty, peer.as_ref()),
-            "f32" => bench_type::<f32>(&ctx, &a, ty, peer.as_ref()),
-            "f64" => bench_type::<f64>(&ctx, &a, ty, peer.as_ref()),
-            other => Err(format!(
+        let p = peer.as_ref();
+        let r = match (ty.as_str(), sorting) {
+            ("i32", false) => bench_type::<i32>(&ctx, &a, ty, p),
+            ("i64", false) => bench_type::<i64>(&ctx, &a, ty, p),
+            ("u32", false) => bench_type::<u32>(&ctx, &a, ty, p),
+            ("u64", false) => bench_type::<u64>(&ctx, &a, ty, p),
+            ("f32", false) => bench_type::<f32>(&ctx, &a, ty, p),
+            ("f64", false) => bench_type::<f64>(&ctx, &a, ty, p),
+            ("i32", true) => bench_sort_type::<i32>(&ctx, &a, ty, p),
+            ("i64", true) => bench_sort_type::<i64>(&ctx, &a, ty, p),
+            ("u32", true) => bench_sort_type::<u32>(&ctx, &a, ty, p),
+            ("u64", true) => bench_sort_type::<u64>(&ctx, &a, ty, p),
+            ("f32", true) => bench_sort_type::<f32>(&ctx, &a, ty, p),
+            ("f64", true) => bench_sort_type::<f64>(&ctx, &a, ty, p),
+            (other, _) => Err(format!(
                 "bench: unsupported type `{other}` (i32, i64, u32, u64, f32, f64)"
             )),
         }?;
         rows.extend(r);
     }
     if let Some(path) = &a.csv {
-        let mut s = String::from("primitive,type,log2n,mgpu_ms,memcpy_ms,cub_ms\n");
+        let mut s = String::from("primitive,type,log2n,mgpu_ms,memcpy_ms,cub_ms,radix_ms\n");
         for r in &rows {
-            let p = r.peer_ms.map(|p| p.to_string()).unwrap_or_default();
+            let peer = |name: &str| -> String {
+                r.peers
+                    .iter()
+                    .find(|p| p.0 == name)
+                    .and_then(|p| p.1)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default()
+            };
             s += &format!(
-                "{},{},{},{},{},{}\n",
-                a.primitive, r.ty, r.log2, r.ms, r.memcpy_ms, p
+                "{},{},{},{},{},{},{}\n",
+                r.variant,
+                r.ty,
+                r.log2,
+                r.ms,
+                r.memcpy_ms,
+                peer("cub"),
+                peer("radix")
             );
         }
         std::fs::write(path, s).map_err(|e| format!("writing {path}: {e}"))?;

@@ -11,9 +11,12 @@ const USAGE: &str = "\
 usage: mgpu <command> [args]
 
 commands:
-  demo [NAME...]        run the seed demonstrations (all when no name): scan, max-reduce
-  bench <reduce|scan> [--sizes A..B] [--types i32,i64,f32,f64] [--reps N] [--csv FILE] [--no-peer]
-                        GPU benchmark against a device memcpy and CUB (when nvcc is present);
+  demo [NAME...]        run the seed demonstrations (all when no name): scan, max-reduce,
+                        sort-keys, sort-pairs
+  bench <reduce|scan|sort|merge> [--sizes A..B] [--types i32,i64,f32,f64] [--reps N]
+        [--csv FILE] [--no-peer] [--deterministic]
+                        GPU benchmark against a device memcpy and CUB (when nvcc is present:
+                        DeviceReduce, DeviceScan, DeviceMergeSort and DeviceRadixSort, DeviceMerge);
                         sizes are powers of two (default 16..28)
   info                  the backend, the device, and the JIT cache
 

@@ -61,6 +61,30 @@ fn demo_max_reduce_matches_the_seed() {
     }
 }
 
+/// The seed prints these demos' outputs in part (its sort-pairs excerpt has no header and says
+/// "Input:"); the golden files follow the demo program's printf calls, with every number the seed's.
+#[test]
+fn demo_sort_keys_matches_the_seed() {
+    for b in backends() {
+        assert_eq!(
+            demo("sort-keys", b).unwrap(),
+            include_str!("golden/sort-keys.txt"),
+            "backend {b}"
+        );
+    }
+}
+
+#[test]
+fn demo_sort_pairs_matches_the_seed() {
+    for b in backends() {
+        assert_eq!(
+            demo("sort-pairs", b).unwrap(),
+            include_str!("golden/sort-pairs.txt"),
+            "backend {b}"
+        );
+    }
+}
+
 #[test]
 fn forcing_cuda_without_a_gpu_is_a_clear_error() {
     if mgpu::Context::cuda().is_ok() {
@@ -72,6 +96,9 @@ fn forcing_cuda_without_a_gpu_is_a_clear_error() {
 
 #[test]
 fn unknown_demo_names_the_demos() {
-    let err = demo("sort", "cpu").unwrap_err();
-    assert!(err.contains("scan, max-reduce"), "{err}");
+    let err = demo("segreduce", "cpu").unwrap_err();
+    assert!(
+        err.contains("scan, max-reduce, sort-keys, sort-pairs"),
+        "{err}"
+    );
 }

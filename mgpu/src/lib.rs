@@ -27,13 +27,14 @@ pub mod error;
 pub mod op;
 pub mod reduce;
 pub mod scan;
+pub mod sort;
 pub mod tuning;
 
 pub use bytemuck;
 pub use context::{Buffer, Context};
 pub use element::Element;
 pub use error::{Error, Result};
-pub use op::{Arithmetic, Bitwise, Op};
+pub use op::{Arithmetic, Bitwise, Comparator, Op};
 pub use reduce::Total;
 pub use scan::{ScanAlgorithm, ScanKind, ScanOptions};
 pub use tuning::Tuning;

@@ -226,3 +226,122 @@ impl<T: Bitwise> Op<T> {
         Op::new("bit_xor", T::ZERO, T::xor, "(T)(a ^ b)").commutative(true)
     }
 }
+
+/// The CPU side of a comparator.
+type BeforeFn<T> = dyn Fn(&T, &T) -> bool + Send + Sync;
+
+/// A strict weak order: `before(a, b)` is true when `a` must come before `b`. Given as a Rust
+/// function (CPU) and a CUDA C++ boolean expression over `a` and `b` (GPU).
+///
+/// The built-ins order floating-point keys totally: NaN compares equal to NaN, and all NaNs come
+/// after every number with [`less`](Comparator::less) (before every number with
+/// [`greater`](Comparator::greater)); `-0.0` and `0.0` are equivalent (their input order is kept).
+///
+/// ```
+/// use mgpu::Comparator;
+/// let by_abs = Comparator::new("abs_less", |a: &i32, b: &i32| a.abs() < b.abs(), "abs(a) < abs(b)");
+/// assert!(by_abs.before(&1, &-2));
+/// assert!(Comparator::<f32>::less().before(&1.0, &f32::NAN));
+/// ```
+#[derive(Clone)]
+pub struct Comparator<T> {
+    name: Cow<'static, str>,
+    cpu: Arc<BeforeFn<T>>,
+    cuda_expression: Cow<'static, str>,
+    cuda_helpers: Cow<'static, str>,
+}
+
+impl<T> std::fmt::Debug for Comparator<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comparator")
+            .field("name", &self.name)
+            .field("cuda", &self.cuda_expression)
+            .finish()
+    }
+}
+
+impl<T: Element> Comparator<T> {
+    /// A custom comparator; `cpu` and `cuda_expression` must define the same strict weak order.
+    pub fn new(
+        name: impl Into<Cow<'static, str>>,
+        cpu: impl Fn(&T, &T) -> bool + Send + Sync + 'static,
+        cuda_expression: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        Comparator {
+            name: name.into(),
+            cpu: Arc::new(cpu),
+            cuda_expression: cuda_expression.into(),
+            cuda_helpers: Cow::Borrowed(""),
+        }
+    }
+
+    /// CUDA C++ device functions the expression calls.
+    pub fn with_cuda_helpers(mut self, source: impl Into<Cow<'static, str>>) -> Self {
+        self.cuda_helpers = source.into();
+        self
+    }
+
+    /// True when `a` must come before `b`.
+    #[inline]
+    pub fn before(&self, a: &T, b: &T) -> bool {
+        (self.cpu)(a, b)
+    }
+
+    /// The comparator as a total `Ordering` (equivalent keys are `Equal`).
+    pub fn ordering(&self, a: &T, b: &T) -> std::cmp::Ordering {
+        if self.before(a, b) {
+            std::cmp::Ordering::Less
+        } else if self.before(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    }
+
+    /// The comparator's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The CUDA C++ expression over `a` and `b`.
+    pub fn cuda_expression(&self) -> &str {
+        &self.cuda_expression
+    }
+
+    /// CUDA C++ helper source.
+    pub fn cuda_helpers(&self) -> &str {
+        &self.cuda_helpers
+    }
+}
+
+/// Total-order helpers for the built-in comparators (NaN last for `less`).
+fn nan_aware_less<T: Arithmetic>(a: &T, b: &T) -> bool {
+    #[allow(clippy::eq_op)]
+    let (a_nan, b_nan) = (a != a, b != b);
+    if b_nan {
+        !a_nan
+    } else {
+        a < b
+    }
+}
+
+impl<T: Arithmetic> Comparator<T> {
+    /// Ascending order (floats: NaNs last).
+    pub fn less() -> Self {
+        let cuda = if T::CUDA_WRAP_TYPE.is_empty() {
+            "(b != b) ? (a == a) : (a < b)"
+        } else {
+            "a < b"
+        };
+        Comparator::new("less", nan_aware_less::<T>, cuda)
+    }
+    /// Descending order (floats: NaNs first).
+    pub fn greater() -> Self {
+        let cuda = if T::CUDA_WRAP_TYPE.is_empty() {
+            "(a != a) ? (b == b) : (b < a)"
+        } else {
+            "b < a"
+        };
+        Comparator::new("greater", |a: &T, b: &T| nan_aware_less(b, a), cuda)
+    }
+}

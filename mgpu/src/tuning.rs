@@ -74,6 +74,10 @@ pub enum Family {
     Reduce,
     /// Device-wide scan (look-back, and the downsweep of reduce-then-scan).
     Scan,
+    /// Mergesort and merge of keys only (size class: the key's size).
+    SortKeys,
+    /// Mergesort and merge of keys with values or indices (size class: key + value size).
+    SortPairs,
 }
 
 impl Family {
@@ -82,12 +86,16 @@ impl Family {
         match self {
             Family::Reduce => "reduce",
             Family::Scan => "scan",
+            Family::SortKeys => "sort_keys",
+            Family::SortPairs => "sort_pairs",
         }
     }
     fn parse(s: &str) -> Option<Family> {
         match s {
             "reduce" => Some(Family::Reduce),
             "scan" => Some(Family::Scan),
+            "sort_keys" => Some(Family::SortKeys),
+            "sort_pairs" => Some(Family::SortPairs),
             _ => None,
         }
     }
@@ -99,6 +107,14 @@ fn size_class(elem_size: usize) -> u32 {
         0..=4 => 4,
         5..=8 => 8,
         _ => 16,
+    }
+}
+
+/// Bytes per element that a family's tile holds for keys of `key_size` and values of `value_size`.
+pub fn tile_element_size(family: Family, key_size: usize, value_size: usize) -> usize {
+    match family {
+        Family::SortPairs => key_size + value_size,
+        _ => key_size,
     }
 }
 
@@ -128,6 +144,13 @@ const TABLE: &[Entry] = &[
     e(Family::Scan, 70, 4, 256, 15, 2),
     e(Family::Scan, 70, 8, 256, 9, 2),
     e(Family::Scan, 70, 16, 128, 7, 4),
+    // Mergesort: the seed's tunings (keys 128x23 with 4-byte keys on older parts; pairs 256x11).
+    e(Family::SortKeys, 70, 4, 128, 23, 2),
+    e(Family::SortKeys, 70, 8, 128, 11, 2),
+    e(Family::SortKeys, 70, 16, 128, 7, 2),
+    e(Family::SortPairs, 70, 4, 256, 11, 1),
+    e(Family::SortPairs, 70, 8, 256, 11, 1),
+    e(Family::SortPairs, 70, 16, 128, 7, 2),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
     // (median of 10-15; 2^28 i32 in ms, memcpy of the same bytes 0.718 ms):
     //   256x15x2 1.03 | 256x23x1 0.95 | 256x31x1 0.96 | 128x15x4 1.14 | 128x31x4 0.94

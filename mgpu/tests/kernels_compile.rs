@@ -4,9 +4,9 @@
 
 mod common;
 use common::*;
-use mgpu::cuda::jit::{self, Module};
+use mgpu::cuda::jit::{self, Module, SortValues};
 use mgpu::tuning::{self, Family};
-use mgpu::{Element, Error, Op};
+use mgpu::{Comparator, Element, Error, Op};
 
 fn nvrtc() -> bool {
     let ok = jit::nvrtc_available();
@@ -87,6 +87,75 @@ fn every_kernel_compiles_without_spills() {
     lines.extend(check_type(&[affine_op()]));
     lines.extend(check_type(&[tagged_op()]));
     lines.extend(check_type(&[add_mod_prime()]));
+    eprintln!("{}", lines.join("\n"));
+}
+
+/// Merge and mergesort modules: keys only, pairs and indices, built-in and custom comparators.
+fn check_sort<K: Element, V: Element>(comparators: &[Comparator<K>]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for comp in comparators {
+        for values in [SortValues::None, SortValues::Pairs, SortValues::Indices] {
+            let (k, v) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
+            let family = if values == SortValues::None {
+                Family::SortKeys
+            } else {
+                Family::SortPairs
+            };
+            let tuning =
+                tuning::lookup(family, ARCH, tuning::tile_element_size(family, k, v)).unwrap();
+            let src = jit::sort_source::<K, V>(comp, values, &tuning);
+            let c = jit::compile_uncached("merge", &src, ARCH)
+                .unwrap_or_else(|e| panic!("{} {} {values:?}: {e}", K::CUDA_TYPE, comp.name()));
+            if c.log.trim().is_empty() {
+                eprintln!(
+                    "warning: NVRTC returned no ptxas report for {} sort",
+                    K::CUDA_TYPE
+                );
+                continue;
+            }
+            for name in Module::Merge.kernels() {
+                let r = c
+                    .reports
+                    .iter()
+                    .find(|r| r.name == *name)
+                    .unwrap_or_else(|| panic!("no ptxas report for {name}:\n{}", c.log));
+                let line = format!(
+                    "{:<18} {:<10} {:<8} {:>4}x{:<2} {:<21} regs {:>3} smem {:>6} stack {} spills {}/{}",
+                    K::CUDA_TYPE, comp.name(), format!("{values:?}"), tuning.nt, tuning.vt, name,
+                    r.registers, r.shared_bytes, r.stack_frame, r.spill_stores, r.spill_loads
+                );
+                assert!(r.clean(), "local memory used: {line}");
+                lines.push(line);
+            }
+        }
+    }
+    lines
+}
+
+#[test]
+fn every_sort_kernel_compiles_without_spills() {
+    if !nvrtc() {
+        return;
+    }
+    let mut lines = Vec::new();
+    lines.extend(check_sort::<i8, u32>(&[Comparator::less()]));
+    lines.extend(check_sort::<u16, u32>(&[Comparator::less()]));
+    lines.extend(check_sort::<i32, i32>(&[
+        Comparator::less(),
+        Comparator::greater(),
+    ]));
+    lines.extend(check_sort::<u32, u64>(&[Comparator::less()]));
+    lines.extend(check_sort::<i64, i64>(&[
+        Comparator::less(),
+        Comparator::greater(),
+    ]));
+    lines.extend(check_sort::<u64, u32>(&[Comparator::less()]));
+    lines.extend(check_sort::<f32, u32>(&[
+        Comparator::less(),
+        Comparator::greater(),
+    ]));
+    lines.extend(check_sort::<f64, f64>(&[Comparator::less()]));
+    lines.extend(check_sort::<Affine, u32>(&[affine_key_less()]));
     eprintln!("{}", lines.join("\n"));
 }
 

@@ -63,3 +63,50 @@ pub fn scan<T: Element>(input: &[T], output: &mut [T], op: &Op<T>, exclusive: bo
     out.copy_from_slice(input);
     scan_in_place(out, op, exclusive)
 }
+
+/// Stable sort of `keys` (rayon's parallel merge sort).
+pub fn sort<K: Element>(keys: &mut [K], comparator: &crate::Comparator<K>) {
+    keys.par_sort_by(|a, b| comparator.ordering(a, b));
+}
+
+/// Stable sort of `keys` with `values` moved alongside.
+pub fn sort_pairs<K: Element, V: Element>(
+    keys: &mut [K],
+    values: &mut [V],
+    comparator: &crate::Comparator<K>,
+) {
+    let mut pairs: Vec<(K, V)> = keys.iter().copied().zip(values.iter().copied()).collect();
+    pairs.par_sort_by(|a, b| comparator.ordering(&a.0, &b.0));
+    for (i, (k, v)) in pairs.into_iter().enumerate() {
+        keys[i] = k;
+        values[i] = v;
+    }
+}
+
+/// Stable merge of sorted `a` and `b` (with their values, if any) into `out` (and `out_values`).
+pub fn merge<K: Element, V: Element>(
+    a: (&[K], Option<&[V]>),
+    b: (&[K], Option<&[V]>),
+    out: &mut [K],
+    mut out_values: Option<&mut [V]>,
+    comparator: &crate::Comparator<K>,
+) {
+    let (mut i, mut j) = (0, 0);
+    for o in 0..a.0.len() + b.0.len() {
+        // Ties take from `a`: stable.
+        let take_a = j >= b.0.len() || (i < a.0.len() && !comparator.before(&b.0[j], &a.0[i]));
+        if take_a {
+            out[o] = a.0[i];
+            if let (Some(ov), Some(av)) = (out_values.as_deref_mut(), a.1) {
+                ov[o] = av[i];
+            }
+            i += 1;
+        } else {
+            out[o] = b.0[j];
+            if let (Some(ov), Some(bv)) = (out_values.as_deref_mut(), b.1) {
+                ov[o] = bv[j];
+            }
+            j += 1;
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::tuning::Tuning;
-use crate::{Element, Op};
+use crate::{Comparator, Element, Op};
 use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
 use std::ffi::CString;
 use std::path::PathBuf;
@@ -18,6 +18,8 @@ const CTA_SCAN: &str = include_str!("kernels/cta_scan.cuh");
 const LOOKBACK: &str = include_str!("kernels/lookback.cuh");
 const KERNEL_REDUCE: &str = include_str!("kernels/kernel_reduce.cu");
 const KERNEL_SCAN: &str = include_str!("kernels/kernel_scan.cu");
+const CTA_MERGE: &str = include_str!("kernels/cta_merge.cuh");
+const KERNEL_MERGESORT: &str = include_str!("kernels/kernel_mergesort.cu");
 
 /// A kernel family's module: which source files it is made of and which kernels it exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -26,6 +28,8 @@ pub enum Module {
     Reduce,
     /// `mgpu_scan_lookback`, `mgpu_scan_tiles`.
     Scan,
+    /// `mgpu_blocksort`, `mgpu_merge_partition`, `mgpu_merge_pass`, `mgpu_merge`.
+    Merge,
 }
 
 impl Module {
@@ -40,6 +44,7 @@ impl Module {
                 LOOKBACK,
                 KERNEL_SCAN,
             ],
+            Module::Merge => &[INTRINSICS, CTA_MERGE, KERNEL_MERGESORT],
         }
     }
     /// The kernels the module exports.
@@ -47,6 +52,12 @@ impl Module {
         match self {
             Module::Reduce => &["mgpu_reduce"],
             Module::Scan => &["mgpu_scan_lookback", "mgpu_scan_tiles"],
+            Module::Merge => &[
+                "mgpu_blocksort",
+                "mgpu_merge_partition",
+                "mgpu_merge_pass",
+                "mgpu_merge",
+            ],
         }
     }
     /// The module's name in reports.
@@ -54,31 +65,45 @@ impl Module {
         match self {
             Module::Reduce => "reduce",
             Module::Scan => "scan",
+            Module::Merge => "merge",
         }
     }
 }
 
-/// The full CUDA C++ source of a module, specialized for `T`, `op` and `tuning`.
-pub fn source<T: Element>(module: Module, op: &Op<T>, tuning: &Tuning) -> String {
-    let mut s = String::with_capacity(32 * 1024);
-    s.push_str(&format!(
+fn tuning_defines(module: Module, tuning: &Tuning) -> String {
+    format!(
         "// mgpu {} kernels, generated\n#define MGPU_NT {}\n#define MGPU_VT {}\n#define MGPU_OCC {}\n\
-         #define MGPU_BACKOFF {}\n#define MGPU_COMMUTATIVE {}\n",
+         #define MGPU_BACKOFF {}\n",
         module.name(),
         tuning.nt,
         tuning.vt,
         tuning.occ,
         tuning.backoff_ns,
-        op.is_commutative() as u32
-    ));
-    s.push_str(T::CUDA_DECLARATION);
-    s.push_str(&format!(
-        "\ntypedef {ty} T;\nstatic_assert(sizeof(T) == {size} && alignof(T) == {align}, \
+    )
+}
+
+/// `typedef` of an element type under `alias`, with a check that the CUDA declaration matches.
+fn element_typedef<T: Element>(alias: &str) -> String {
+    format!(
+        "typedef {ty} {alias};\nstatic_assert(sizeof({alias}) == {size} && alignof({alias}) == {align}, \
          \"the CUDA declaration of {ty} does not match the Rust type's size {size} / alignment {align}\");\n",
         ty = T::CUDA_TYPE,
         size = std::mem::size_of::<T>(),
         align = std::mem::align_of::<T>()
+    )
+}
+
+/// The full CUDA C++ source of a module, specialized for `T`, `op` and `tuning`.
+pub fn source<T: Element>(module: Module, op: &Op<T>, tuning: &Tuning) -> String {
+    let mut s = String::with_capacity(32 * 1024);
+    s.push_str(&tuning_defines(module, tuning));
+    s.push_str(&format!(
+        "#define MGPU_COMMUTATIVE {}\n",
+        op.is_commutative() as u32
     ));
+    s.push_str(T::CUDA_DECLARATION);
+    s.push('\n');
+    s.push_str(&element_typedef::<T>("T"));
     s.push_str(op.cuda_helpers());
     s.push_str(&format!(
         "\nstruct Op {{\n  __device__ __forceinline__ T operator()(const T& a, const T& b) const {{\n    \
@@ -86,6 +111,47 @@ pub fn source<T: Element>(module: Module, op: &Op<T>, tuning: &Tuning) -> String
         op.cuda_expression()
     ));
     for part in module.sources() {
+        s.push_str(part);
+        s.push('\n');
+    }
+    s
+}
+
+/// What a sort module carries besides its keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SortValues {
+    /// Keys only.
+    None,
+    /// A value per key, moved with it.
+    Pairs,
+    /// The value of each key is its input position (generated, not read).
+    Indices,
+}
+
+/// The merge / mergesort module's source for keys `K`, values `V`, comparator and tuning.
+pub fn sort_source<K: Element, V: Element>(
+    comparator: &Comparator<K>,
+    values: SortValues,
+    tuning: &Tuning,
+) -> String {
+    let mut s = String::with_capacity(32 * 1024);
+    s.push_str(&tuning_defines(Module::Merge, tuning));
+    s.push_str(&format!("#define MGPU_VALUES {}\n", values as u32));
+    s.push_str(K::CUDA_DECLARATION);
+    s.push('\n');
+    if std::any::TypeId::of::<K>() != std::any::TypeId::of::<V>() {
+        s.push_str(V::CUDA_DECLARATION);
+        s.push('\n');
+    }
+    s.push_str(&element_typedef::<K>("K"));
+    s.push_str(&element_typedef::<V>("V"));
+    s.push_str(comparator.cuda_helpers());
+    s.push_str(&format!(
+        "\nstruct Comp {{\n  __device__ __forceinline__ bool operator()(const K& a, const K& b) const {{\n    \
+         return ({});\n  }}\n}};\n",
+        comparator.cuda_expression()
+    ));
+    for part in Module::Merge.sources() {
         s.push_str(part);
         s.push('\n');
     }

@@ -5,6 +5,7 @@ pub mod jit;
 pub(crate) mod memory;
 pub(crate) mod reduce;
 pub(crate) mod scan;
+pub(crate) mod sort;
 
 use crate::error::{Error, Result};
 use crate::tuning::Tuning;
@@ -115,11 +116,44 @@ impl Gpu {
             op.is_commutative(),
             tuning
         );
+        self.load(key, module, tuning, || jit::source(module, op, tuning))
+    }
+
+    /// The merge / mergesort module for keys `K` and values `V`.
+    pub fn sort_module<K: Element, V: Element>(
+        &self,
+        comparator: &crate::Comparator<K>,
+        values: jit::SortValues,
+        tuning: &Tuning,
+    ) -> Result<Arc<LoadedModule>> {
+        let key = format!(
+            "merge|{}|{}|{}|{}|{}|{}|{:?}|{:?}",
+            K::CUDA_TYPE,
+            K::CUDA_DECLARATION,
+            V::CUDA_TYPE,
+            V::CUDA_DECLARATION,
+            comparator.cuda_expression(),
+            comparator.cuda_helpers(),
+            values,
+            tuning
+        );
+        self.load(key, jit::Module::Merge, tuning, || {
+            jit::sort_source::<K, V>(comparator, values, tuning)
+        })
+    }
+
+    /// A module from memory, else from the disk cache, else compiled from `source()`.
+    fn load(
+        &self,
+        key: String,
+        module: jit::Module,
+        tuning: &Tuning,
+        source: impl FnOnce() -> String,
+    ) -> Result<Arc<LoadedModule>> {
         if let Some(m) = self.modules.lock().unwrap().get(&key) {
             return Ok(m.clone());
         }
-        let source = jit::source(module, op, tuning);
-        let compiled = jit::compile(module.name(), &source, self.arch)?;
+        let compiled = jit::compile(module.name(), &source(), self.arch)?;
         let cu_module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))

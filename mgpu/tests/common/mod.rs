@@ -204,3 +204,8 @@ pub fn tile(ctx: &Context, family: mgpu::tuning::Family, size: usize) -> usize {
         .unwrap()
         .nv()
 }
+
+/// Orders `Affine` by its `a` field only: equal `a` with different `b` shows whether a sort is stable.
+pub fn affine_key_less() -> mgpu::Comparator<Affine> {
+    mgpu::Comparator::new("by_a", |x: &Affine, y: &Affine| x.a < y.a, "a.a < b.a")
+}

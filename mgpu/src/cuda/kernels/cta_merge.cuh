@@ -1,0 +1,66 @@
+// cta_merge.cuh: merge path search, serial merge in registers, and the odd-even transposition sort
+// of a thread's VT keys. Stable throughout: on ties, A's element (the earlier one) goes first.
+// Needs K (key), V (value), Comp (strict weak order) and MGPU_VALUES (0 keys, 1 pairs, 2 indices).
+
+// How many elements of A come before output position `diag` of merge(A, B). A and B may be in
+// shared or global memory.
+template <typename Index>
+__device__ __forceinline__ Index merge_path(const K* a, Index a_count, const K* b, Index b_count,
+                                            Index diag, Comp comp) {
+  Index begin = diag > b_count ? diag - b_count : 0;
+  Index end = diag < a_count ? diag : a_count;
+  while (begin < end) {
+    Index mid = (begin + end) / 2;
+    // Take A's element when B's is not strictly before it (ties go to A: stable).
+    if (!comp(b[diag - 1 - mid], a[mid]))
+      begin = mid + 1;
+    else
+      end = mid;
+  }
+  return begin;
+}
+
+// Merges VT outputs from keys[a_begin, a_end) and keys[b_begin, b_end) (shared memory) into
+// registers; `from[i]` is the shared-memory index each output came from.
+__device__ __forceinline__ void serial_merge(const K* keys, int a_begin, int a_end, int b_begin,
+                                             int b_end, K (&out)[MGPU_VT], int (&from)[MGPU_VT],
+                                             Comp comp) {
+  // An exhausted run's key is never compared; keys[0] is just a readable placeholder.
+  K a_key = keys[a_begin < a_end ? a_begin : 0];
+  K b_key = keys[b_begin < b_end ? b_begin : 0];
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    bool take_a = b_begin >= b_end || (a_begin < a_end && !comp(b_key, a_key));
+    out[i] = take_a ? a_key : b_key;
+    from[i] = take_a ? a_begin : b_begin;
+    if (take_a) {
+      ++a_begin;
+      if (a_begin < a_end) a_key = keys[a_begin];
+    } else {
+      ++b_begin;
+      if (b_begin < b_end) b_key = keys[b_begin];
+    }
+  }
+}
+
+// Odd-even transposition sort of the first `valid` of a thread's VT keys (and values), fully
+// unrolled: every register index is a compile-time constant.
+__device__ __forceinline__ void thread_sort(K (&k)[MGPU_VT], V (&v)[MGPU_VT], int valid,
+                                            Comp comp) {
+#pragma unroll
+  for (int pass = 0; pass < MGPU_VT; ++pass) {
+#pragma unroll
+    for (int i = pass & 1; i + 1 < MGPU_VT; i += 2) {
+      if (i + 1 < valid && comp(k[i + 1], k[i])) {
+        K tk = k[i];
+        k[i] = k[i + 1];
+        k[i + 1] = tk;
+#if MGPU_VALUES
+        V tv = v[i];
+        v[i] = v[i + 1];
+        v[i + 1] = tv;
+#endif
+      }
+    }
+  }
+}

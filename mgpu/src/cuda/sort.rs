@@ -1,0 +1,184 @@
+//! Host side of merge and mergesort: blocksort, then merge passes ping-ponging between the
+//! caller's buffer and one temporary, arranged so that the result lands in the caller's buffer.
+
+use super::jit::SortValues;
+use super::memory::DeviceMem;
+use super::{launch, Gpu};
+use crate::error::Result;
+use crate::tuning::Tuning;
+use crate::{Comparator, Element};
+use cudarc::driver::sys::CUdeviceptr;
+use std::sync::Arc;
+
+const PARTITION_THREADS: u32 = 128;
+
+#[allow(clippy::too_many_arguments)]
+fn partitions(
+    gpu: &Arc<Gpu>,
+    f: &cudarc::driver::CudaFunction,
+    a: CUdeviceptr,
+    a_count: u64,
+    b: CUdeviceptr,
+    b_count: u64,
+    standalone: bool,
+    width: u64,
+    out: &DeviceMem,
+    count: u64,
+) -> Result<()> {
+    let grid = count.div_ceil(PARTITION_THREADS as u64) as u32;
+    let standalone = standalone as i32;
+    launch(
+        gpu,
+        f,
+        grid,
+        PARTITION_THREADS,
+        &[
+            &a,
+            &a_count,
+            &b,
+            &b_count,
+            &standalone,
+            &width,
+            &count,
+            &out.ptr,
+        ],
+    )
+}
+
+/// Sorts `count` keys at `keys` (with values at `values` unless `SortValues::None`) in place.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sort<K: Element, V: Element>(
+    gpu: &Arc<Gpu>,
+    keys: CUdeviceptr,
+    values: CUdeviceptr,
+    count: u64,
+    comparator: &Comparator<K>,
+    mode: SortValues,
+    tuning: &Tuning,
+) -> Result<()> {
+    if count == 0 {
+        return Ok(());
+    }
+    let module = gpu.sort_module::<K, V>(comparator, mode, tuning)?;
+    let nv = tuning.nv() as u64;
+    let num_tiles = count.div_ceil(nv);
+    let passes = u64::BITS - (num_tiles - 1).leading_zeros(); // ceil(log2(num_tiles))
+    let has_values = mode != SortValues::None;
+    let temp_keys = DeviceMem::alloc(gpu, count as usize * std::mem::size_of::<K>())?;
+    let temp_values = if has_values {
+        Some(DeviceMem::alloc(
+            gpu,
+            count as usize * std::mem::size_of::<V>(),
+        )?)
+    } else {
+        None
+    };
+    let temp_v = temp_values.as_ref().map_or(0, |m| m.ptr);
+    // With an odd number of passes the blocksort writes to the temporary, so that the last pass
+    // writes the caller's buffer.
+    let (mut src, mut dst) = ((keys, values), (temp_keys.ptr, temp_v));
+    if passes.is_multiple_of(2) {
+        std::mem::swap(&mut src, &mut dst);
+    }
+    let (blocksort, _) = module.function("mgpu_blocksort");
+    launch(
+        gpu,
+        blocksort,
+        num_tiles as u32,
+        tuning.nt,
+        &[&keys, &values, &dst.0, &dst.1, &count],
+    )?;
+    if passes == 0 {
+        return Ok(());
+    }
+    let splits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 8)?;
+    let (partition, _) = module.function("mgpu_merge_partition");
+    let (merge_pass, _) = module.function("mgpu_merge_pass");
+    let mut width = nv;
+    let mut current = dst;
+    let mut other = src;
+    for _ in 0..passes {
+        partitions(
+            gpu,
+            partition,
+            current.0,
+            count,
+            0,
+            0,
+            false,
+            width,
+            &splits,
+            num_tiles + 1,
+        )?;
+        launch(
+            gpu,
+            merge_pass,
+            num_tiles as u32,
+            tuning.nt,
+            &[
+                &current.0,
+                &current.1,
+                &other.0,
+                &other.1,
+                &count,
+                &width,
+                &splits.ptr,
+            ],
+        )?;
+        std::mem::swap(&mut current, &mut other);
+        width *= 2;
+    }
+    debug_assert_eq!(current.0, keys);
+    Ok(())
+}
+
+/// Merges sorted `a` and `b` (keys, and values when `values` is Pairs) into `out`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn merge<K: Element, V: Element>(
+    gpu: &Arc<Gpu>,
+    a: (CUdeviceptr, CUdeviceptr, u64),
+    b: (CUdeviceptr, CUdeviceptr, u64),
+    out: (CUdeviceptr, CUdeviceptr),
+    comparator: &Comparator<K>,
+    mode: SortValues,
+    tuning: &Tuning,
+) -> Result<()> {
+    let total = a.2 + b.2;
+    if total == 0 {
+        return Ok(());
+    }
+    let module = gpu.sort_module::<K, V>(comparator, mode, tuning)?;
+    let num_tiles = total.div_ceil(tuning.nv() as u64);
+    let splits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 8)?;
+    let (partition, _) = module.function("mgpu_merge_partition");
+    partitions(
+        gpu,
+        partition,
+        a.0,
+        a.2,
+        b.0,
+        b.2,
+        true,
+        0,
+        &splits,
+        num_tiles + 1,
+    )?;
+    let (f, _) = module.function("mgpu_merge");
+    launch(
+        gpu,
+        f,
+        num_tiles as u32,
+        tuning.nt,
+        &[
+            &a.0,
+            &a.1,
+            &a.2,
+            &b.0,
+            &b.1,
+            &b.2,
+            &out.0,
+            &out.1,
+            &splits.ptr,
+        ],
+    )
+}
