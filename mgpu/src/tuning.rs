@@ -162,6 +162,20 @@ const TABLE: &[Entry] = &[
     // an i64 modulo operator (255 registers, 24-byte stack); 128x23 is clean on 13.0 and 13.5. Reduce: 256x16x4 reaches 3.0 TB/s (1.0x CUB's DeviceReduce::Sum), kept.
     e(Family::Scan, 90, 4, 128, 39, 4),
     e(Family::Scan, 90, 8, 128, 23, 2),
+    // sm_90, H100 SXM, 2026-11-22, `mgpu bench sort --sizes 26 --no-peer --reps 5` with
+    // MGPU_TUNING (ms at 2^26; keys | pairs with values of the key's type):
+    //   i32 keys: 128x23x2 6.26 | 128x15x4 5.95 | 256x15x2 5.81 | 256x11x2 5.47 | 128x31x2 7.45
+    //             256x23x1 6.14 | 512x11x1 5.51 | 64x31x4 7.85
+    //   i32 pairs: 256x11x1 8.77 | 128x11x2 9.01 | 128x15x2 9.03 | 256x7x2 8.28 | 128x23x2 9.98
+    //              256x15x1 9.44 | 512x7x1 8.36 | 128x7x4 8.75
+    //   i64 keys: 128x11x2 8.84 | 128x15x2 9.22 | 256x11x1 8.62 | 128x23x2 10.77 | 256x7x2 8.84
+    //   i64 pairs: 128x7x2 15.78 | 128x11x2 15.29 | 256x7x1 15.14 | 128x15x2 17.07 | 64x15x4 17.94
+    // Smaller VT and wider CTAs win: the shared-memory merge (merge path search, serial merge)
+    // costs more than the extra pass that smaller tiles bring.
+    e(Family::SortKeys, 90, 4, 256, 11, 2),
+    e(Family::SortKeys, 90, 8, 256, 11, 1),
+    e(Family::SortPairs, 90, 8, 256, 7, 2),
+    e(Family::SortPairs, 90, 16, 256, 7, 1),
 ];
 
 /// The tuning for a family on an architecture (`major * 10 + minor`, e.g. 90) and element size:
