@@ -227,12 +227,8 @@ fn bench_type<T: BenchElement>(
         let mut out = ctx.zeros::<T>(n).map_err(|e| e.to_string())?;
         let ms = time(ctx, a.reps, || run(&input, &mut out))?;
         let memcpy_ms = time(ctx, a.reps, || ctx.copy(&input, &mut out))?;
-        let algo = if a.primitive == "reduce" {
-            "reduce"
-        } else {
-            "scan"
-        };
-        let peers = vec![("cub", peer_ms(peer, algo, ty, n as u64, a.reps))];
+        // The peer harness names these algorithms as the bench does.
+        let peers = vec![("cub", peer_ms(peer, &a.primitive, ty, n as u64, a.reps))];
         let row = Row {
             variant: a.primitive.clone(),
             ty: ty.to_string(),
