@@ -2,6 +2,7 @@
 
 mod bench;
 mod demo;
+mod occupancy;
 mod peers;
 
 use mgpu::Context;
@@ -18,6 +19,8 @@ commands:
                         GPU benchmark against a device memcpy and CUB (when nvcc is present:
                         DeviceReduce, DeviceScan, DeviceMergeSort and DeviceRadixSort, DeviceMerge);
                         sizes are powers of two (default 16..28)
+  occupancy [--arch N]  every kernel compiled for sm_N (default: the GPU's, else 90): registers,
+                        shared memory, local memory, and theoretical occupancy with its limiter
   info                  the backend, the device, and the JIT cache
 
 environment: MGPU_BACKEND=cpu|cuda forces the backend; MGPU_CACHE_DIR sets the kernel cache;
@@ -29,6 +32,7 @@ fn main() -> ExitCode {
         Some("demo") => run_demo(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("info") => info(),
+        Some("occupancy") => occupancy::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

@@ -102,3 +102,35 @@ fn unknown_demo_names_the_demos() {
         "{err}"
     );
 }
+
+/// `mgpu occupancy` compiles every family and reports each kernel (needs NVRTC, not a GPU).
+#[test]
+fn occupancy_report_covers_every_kernel() {
+    if !mgpu::cuda::jit::nvrtc_available() {
+        eprintln!("skipped: libnvrtc not found");
+        return;
+    }
+    let out = Command::new(mgpu_bin())
+        .args(["occupancy", "--arch", "90"])
+        .output()
+        .expect("run mgpu");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for kernel in [
+        "mgpu_reduce",
+        "mgpu_scan_lookback",
+        "mgpu_scan_tiles",
+        "mgpu_blocksort",
+        "mgpu_merge_pass",
+    ] {
+        assert!(text.contains(kernel), "{kernel} missing:\n{text}");
+    }
+    assert!(
+        text.contains("registers") && text.contains("CTAs/SM"),
+        "{text}"
+    );
+}

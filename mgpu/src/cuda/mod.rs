@@ -3,6 +3,7 @@
 
 pub mod jit;
 pub(crate) mod memory;
+pub mod occupancy;
 pub(crate) mod reduce;
 pub(crate) mod scan;
 pub(crate) mod sort;

@@ -1,0 +1,118 @@
+//! `mgpu occupancy`: every kernel family compiled for an architecture, with ptxas's registers,
+//! shared memory and spills, and the resulting theoretical occupancy under the current tunings.
+
+use mgpu::cuda::jit::{self, Module, SortValues};
+use mgpu::cuda::occupancy::{theoretical, SmLimits};
+use mgpu::tuning::{self, Family, Tuning};
+use mgpu::{Comparator, Context, Element, Op};
+
+/// The merge-path partition kernel runs with this many threads (cuda/sort.rs).
+const PARTITION_THREADS: u32 = 128;
+
+fn report(
+    arch: u32,
+    family: &str,
+    ty: &str,
+    tuning: &Tuning,
+    module: Module,
+    source: &str,
+) -> Result<(), String> {
+    let compiled = jit::compile_uncached(module.name(), source, arch).map_err(|e| e.to_string())?;
+    let limits = SmLimits::for_arch(arch);
+    for r in &compiled.reports {
+        let nt = if r.name == "mgpu_merge_partition" {
+            PARTITION_THREADS
+        } else {
+            tuning.nt
+        };
+        let o = theoretical(r, nt, &limits);
+        println!(
+            "{family:<10} {ty:<4} {:<21} {:>4}x{:<3} {:>4} {:>7} {:>6} {:>9} {:>6.0}%  {}",
+            r.name,
+            nt,
+            tuning.vt,
+            r.registers,
+            r.shared_bytes,
+            r.spill_stores + r.spill_loads + r.stack_frame,
+            o.ctas_per_sm,
+            o.fraction * 100.0,
+            o.limited_by
+        );
+    }
+    if compiled.reports.is_empty() {
+        println!("{family:<10} {ty:<4} (NVRTC returned no ptxas report)");
+    }
+    Ok(())
+}
+
+fn family_rows<T: Element + mgpu::Arithmetic>(arch: u32, ty: &str) -> Result<(), String> {
+    let size = std::mem::size_of::<T>();
+    let op = Op::<T>::plus();
+    for (name, module, family) in [
+        ("reduce", Module::Reduce, Family::Reduce),
+        ("scan", Module::Scan, Family::Scan),
+    ] {
+        let t = tuning::lookup(family, arch, size).map_err(|e| e.to_string())?;
+        report(arch, name, ty, &t, module, &jit::source(module, &op, &t))?;
+    }
+    let comp = Comparator::<T>::less();
+    let t = tuning::lookup(Family::SortKeys, arch, size).map_err(|e| e.to_string())?;
+    report(
+        arch,
+        "sort_keys",
+        ty,
+        &t,
+        Module::Merge,
+        &jit::sort_source::<T, T>(&comp, SortValues::None, &t),
+    )?;
+    let t = tuning::lookup(Family::SortPairs, arch, 2 * size).map_err(|e| e.to_string())?;
+    report(
+        arch,
+        "sort_pairs",
+        ty,
+        &t,
+        Module::Merge,
+        &jit::sort_source::<T, T>(&comp, SortValues::Pairs, &t),
+    )
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut arch = None;
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        match flag.as_str() {
+            "--arch" => {
+                let v = it
+                    .next()
+                    .ok_or("occupancy: --arch needs a value, e.g. 90")?;
+                arch = Some(
+                    v.trim_start_matches("sm_")
+                        .parse::<u32>()
+                        .map_err(|_| format!("occupancy: bad --arch `{v}`"))?,
+                );
+            }
+            other => return Err(format!("occupancy: unknown flag `{other}`")),
+        }
+    }
+    // The present GPU's architecture, else sm_90 (compiling needs NVRTC, not a GPU).
+    let arch = arch.unwrap_or_else(|| Context::new().ok().and_then(|c| c.arch()).unwrap_or(90));
+    if !jit::nvrtc_available() {
+        return Err("occupancy: NVRTC is needed to compile the kernels (pip install nvidia-cuda-nvrtc and put its lib folder on LD_LIBRARY_PATH)".into());
+    }
+    let l = SmLimits::for_arch(arch);
+    println!(
+        "# sm_{arch}: {} registers, {} threads, {} CTAs, {} KB shared memory per SM; tunings from the table (MGPU_TUNING applies)",
+        l.registers,
+        l.threads,
+        l.ctas,
+        l.shared_bytes / 1024
+    );
+    println!(
+        "{:<10} {:<4} {:<21} {:>8} {:>4} {:>7} {:>6} {:>9} {:>7}  limited by",
+        "family", "type", "kernel", "NTxVT", "regs", "smem", "local", "CTAs/SM", "occ"
+    );
+    family_rows::<i32>(arch, "i32")?;
+    family_rows::<i64>(arch, "i64")?;
+    family_rows::<f32>(arch, "f32")?;
+    family_rows::<f64>(arch, "f64")
+}

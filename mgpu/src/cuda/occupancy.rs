@@ -1,0 +1,115 @@
+//! Theoretical occupancy: how many CTAs of a kernel fit on one SM, and which resource limits it
+//! (the seed's five limits, less the ones that do not bind on current parts).
+
+use super::jit::KernelReport;
+
+/// Per-SM resources of an architecture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmLimits {
+    /// 32-bit registers per SM.
+    pub registers: u32,
+    /// Registers are allocated per warp in units of this many.
+    pub register_unit: u32,
+    /// Resident threads per SM.
+    pub threads: u32,
+    /// Resident CTAs per SM.
+    pub ctas: u32,
+    /// Shared memory per SM with the largest carveout, in bytes.
+    pub shared_bytes: u32,
+    /// Shared memory the system reserves per CTA, in bytes.
+    pub shared_reserved_per_cta: u32,
+}
+
+impl SmLimits {
+    /// The limits of compute capability `arch` (major * 10 + minor), from NVIDIA's tables.
+    pub fn for_arch(arch: u32) -> SmLimits {
+        let (threads, ctas, shared_kb) = match arch {
+            0..=74 => (2048, 32, 96),
+            75 => (1024, 16, 64),
+            80 => (2048, 32, 164),
+            86 | 87 => (1536, 16, 100),
+            89 => (1536, 24, 100),
+            _ => (2048, 32, 228),
+        };
+        SmLimits {
+            registers: 65536,
+            register_unit: 256,
+            threads,
+            ctas,
+            shared_bytes: shared_kb * 1024,
+            shared_reserved_per_cta: if arch >= 80 { 1024 } else { 0 },
+        }
+    }
+}
+
+/// Occupancy of one kernel at a CTA size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Occupancy {
+    /// Resident CTAs per SM.
+    pub ctas_per_sm: u32,
+    /// Resident threads over the SM's maximum.
+    pub fraction: f64,
+    /// The binding resource: "registers", "shared memory", "threads" or "CTA slots".
+    pub limited_by: &'static str,
+}
+
+/// Resident CTAs of `nt` threads for a kernel with ptxas's `report`.
+pub fn theoretical(report: &KernelReport, nt: u32, limits: &SmLimits) -> Occupancy {
+    let warps = nt.div_ceil(32);
+    let regs_per_warp =
+        (report.registers.max(1) * 32).div_ceil(limits.register_unit) * limits.register_unit;
+    let by_registers = limits.registers / (regs_per_warp * warps);
+    let by_shared =
+        limits.shared_bytes / (report.shared_bytes + limits.shared_reserved_per_cta).max(1);
+    let by_threads = limits.threads / nt;
+    let candidates = [
+        (by_registers, "registers"),
+        (by_shared, "shared memory"),
+        (by_threads, "threads"),
+        (limits.ctas, "CTA slots"),
+    ];
+    let (ctas, limited_by) = candidates.into_iter().min_by_key(|c| c.0).unwrap();
+    Occupancy {
+        ctas_per_sm: ctas,
+        fraction: (ctas * nt) as f64 / limits.threads as f64,
+        limited_by,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registers_bind_the_h100_scan() {
+        // 128x31 look-back scan as ncu saw it on an H100: 64 registers, 8 CTAs by registers.
+        let r = KernelReport {
+            registers: 64,
+            shared_bytes: 15_900,
+            ..Default::default()
+        };
+        let o = theoretical(&r, 128, &SmLimits::for_arch(90));
+        assert_eq!((o.ctas_per_sm, o.limited_by), (8, "registers"));
+        assert!((o.fraction - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn shared_memory_and_threads_bind_too() {
+        let big = KernelReport {
+            registers: 32,
+            shared_bytes: 40_000,
+            ..Default::default()
+        };
+        assert_eq!(
+            theoretical(&big, 128, &SmLimits::for_arch(90)).limited_by,
+            "shared memory"
+        );
+        let small = KernelReport {
+            registers: 16,
+            shared_bytes: 0,
+            ..Default::default()
+        };
+        let o = theoretical(&small, 1024, &SmLimits::for_arch(90));
+        assert_eq!((o.ctas_per_sm, o.limited_by), (2, "threads"));
+    }
+}
