@@ -47,7 +47,7 @@ impl Peer {
             Some(p) => p,
             None => return Ok(None),
         };
-        let dir = cache_dir()
+        let dir = mgpu::cuda::jit::cache_dir()
             .ok_or_else(|| "cannot find a cache directory: set MGPU_CACHE_DIR or HOME".to_string())?
             .join("peers");
         let key = format!("{:016x}", source_key(CUB_BENCH_SOURCE, NVCC_FLAGS));
@@ -196,16 +196,6 @@ fn source_key(source: &str, flags: &[&str]) -> u64 {
 
 fn non_empty_env(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
-}
-
-fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = non_empty_env("MGPU_CACHE_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    if let Some(d) = non_empty_env("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(d).join("mgpu"));
-    }
-    non_empty_env("HOME").map(|h| PathBuf::from(h).join(".cache").join("mgpu"))
 }
 
 fn is_file(p: &Path) -> bool {

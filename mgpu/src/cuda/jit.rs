@@ -275,13 +275,15 @@ pub fn cache_key(source: &str, arch: u32) -> Result<u128> {
 
 /// The on-disk cache folder: `MGPU_CACHE_DIR`, else `$XDG_CACHE_HOME/mgpu`, else `~/.cache/mgpu`.
 pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("MGPU_CACHE_DIR") {
+    // An empty variable counts as unset.
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(d) = var("MGPU_CACHE_DIR") {
         return Some(PathBuf::from(d));
     }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+    if let Some(d) = var("XDG_CACHE_HOME") {
         return Some(PathBuf::from(d).join("mgpu"));
     }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("mgpu"))
+    var("HOME").map(|h| PathBuf::from(h).join(".cache").join("mgpu"))
 }
 
 /// Compiles `source` for `sm_{arch}` (or takes the cubin from the disk cache).
