@@ -3,7 +3,7 @@
 use crate::context::{check_backend, Backend, Place};
 use crate::cuda::{self, memory::DeviceMem};
 use crate::error::{invalid, Result};
-use crate::tuning::{Family, Tuning};
+use crate::tuning::{self, Family, Tuning};
 use crate::{cpu, Buffer, Context, Element, Op};
 
 /// Where a total (a reduction, or a scan's total) is delivered.
@@ -147,9 +147,12 @@ impl Context {
     ) -> Result<Option<T>> {
         check_backend(self, input, "the input")?;
         to.validate(self)?;
-        if let Some(t) = tuning {
-            t.validate(std::mem::size_of::<T>())?;
-        }
+        let tuning = tuning::resolve(
+            Family::Reduce,
+            self.arch(),
+            std::mem::size_of::<T>(),
+            tuning,
+        )?;
         match &self.backend {
             Backend::Cpu => {
                 let Place::Host(data) = input.place() else {
@@ -159,8 +162,6 @@ impl Context {
                 to.deliver_host(value)
             }
             Backend::Cuda(gpu) => {
-                let tuning =
-                    cuda::reduce::resolve(gpu, Family::Reduce, std::mem::size_of::<T>(), tuning)?;
                 if !to.wanted() {
                     return Ok(None);
                 }

@@ -4,7 +4,7 @@
 use crate::context::{check_backend, Backend, Place, Storage};
 use crate::cuda;
 use crate::error::{invalid, Result};
-use crate::tuning::{Family, Tuning};
+use crate::tuning::{self, Family, Tuning};
 use crate::{cpu, Buffer, Context, Element, Op, Total};
 
 /// Exclusive (`out[i] = in[0] op .. op in[i-1]`, `out[0]` the identity) or inclusive
@@ -163,9 +163,12 @@ impl Context {
         total: Total<'_, T>,
     ) -> Result<Option<T>> {
         total.validate(self)?;
-        if let Some(t) = options.tuning {
-            t.validate(std::mem::size_of::<T>())?;
-        }
+        let tuning = tuning::resolve(
+            Family::Scan,
+            self.arch(),
+            std::mem::size_of::<T>(),
+            options.tuning,
+        )?;
         let exclusive = options.kind == ScanKind::Exclusive;
         match &self.backend {
             Backend::Cpu => {
@@ -180,12 +183,6 @@ impl Context {
                 total.deliver_host(value)
             }
             Backend::Cuda(gpu) => {
-                let tuning = cuda::reduce::resolve(
-                    gpu,
-                    Family::Scan,
-                    std::mem::size_of::<T>(),
-                    options.tuning,
-                )?;
                 let Place::Device(out) = output.place() else {
                     unreachable!("validated")
                 };

@@ -14,14 +14,12 @@ fn sort_tuning(
     value: usize,
     over: Option<Tuning>,
 ) -> Result<Tuning> {
-    let size = tuning::tile_element_size(family, key, value);
-    match over {
-        Some(t) => {
-            t.validate(size)?;
-            Ok(t)
-        }
-        None => tuning::lookup(family, ctx.arch().unwrap_or(90), size),
-    }
+    tuning::resolve(
+        family,
+        ctx.arch(),
+        tuning::tile_element_size(family, key, value),
+        over,
+    )
 }
 
 fn device_ptr<T: Element>(b: &Buffer<T>) -> u64 {

@@ -205,6 +205,23 @@ pub fn lookup(family: Family, arch: u32, elem_size: usize) -> Result<Tuning> {
     Ok(t)
 }
 
+/// The tuning a call runs with: the caller's override (validated for tiles of `tile_elem_size`
+/// bytes per element) or the table's entry for `arch` (sm_90's on the CPU, where there is none).
+pub fn resolve(
+    family: Family,
+    arch: Option<u32>,
+    tile_elem_size: usize,
+    over: Option<Tuning>,
+) -> Result<Tuning> {
+    match over {
+        Some(t) => {
+            t.validate(tile_elem_size)?;
+            Ok(t)
+        }
+        None => lookup(family, arch.unwrap_or(90), tile_elem_size),
+    }
+}
+
 /// Reads `MGPU_TUNING`: lines of `family arch size_class nt vt occ [backoff_ns]`, `#` comments.
 fn file_entries() -> Result<Vec<Entry>> {
     let Some(path) = std::env::var_os("MGPU_TUNING") else {

@@ -3,7 +3,7 @@
 use super::memory::DeviceMem;
 use super::{jit::Module, launch, ByValue, Gpu};
 use crate::error::Result;
-use crate::tuning::{self, Family, Tuning};
+use crate::tuning::Tuning;
 use crate::{Element, Op};
 use cudarc::driver::sys::CUdeviceptr;
 use std::sync::Arc;
@@ -16,21 +16,6 @@ pub(crate) fn split(num_tiles: u64, max_ctas: u64) -> (u32, u64) {
         num_tiles.div_ceil(tiles_per_cta).max(1) as u32,
         tiles_per_cta,
     )
-}
-
-pub(crate) fn resolve(
-    gpu: &Gpu,
-    family: Family,
-    size: usize,
-    over: Option<Tuning>,
-) -> Result<Tuning> {
-    match over {
-        Some(t) => {
-            t.validate(size)?;
-            Ok(t)
-        }
-        None => tuning::lookup(family, gpu.arch, size),
-    }
 }
 
 /// Reduces `count` elements at `input` into the element at `out` (device memory).
