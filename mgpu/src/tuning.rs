@@ -159,7 +159,14 @@ const TABLE: &[Entry] = &[
     // 2^28 i64: 256x9x2 2.47 | 256x15x1 2.16 | 128x23x2 2.17 | 128x31x2 2.08 | 128x19x4 2.21.
     // Larger tiles amortize the look-back, which ncu shows as barrier stalls (48% of stalls at
     // 128x31). 8-byte: 128x23, not 128x31: with NVRTC 13.0, 128x31 spills in mgpu_scan_tiles for
-    // an i64 modulo operator (255 registers, 24-byte stack); 128x23 is clean on 13.0 and 13.5. Reduce: 256x16x4 reaches 3.0 TB/s (1.0x CUB's DeviceReduce::Sum), kept.
+    // an i64 modulo operator (255 registers, 24-byte stack); 128x23 is clean on 13.0 and 13.5.
+    // Reduce: 256x16x4 reaches 3.0 TB/s (1.0x CUB's DeviceReduce::Sum), kept.
+    // Second sweep, after the tile moved to cp.async and stopped living in registers (same command,
+    // 2^28 i32, memcpy 0.718 ms): 128x39x4 0.855 | 128x39x10 0.853 | 128x39x11 0.845 |
+    //   128x31x13 0.858 | 128x47x9 0.863 | 128x55x8 0.853 | 256x23x5 0.951 | 256x31x4 0.930 |
+    //   256x39x3 0.871 | 64x63x12 0.864. i64: 128x23x2 1.868 | 128x23x8 1.878 | 128x31x6 1.861 |
+    //   128x19x10 1.936 | 256x15x4 2.129. Occupancy no longer matters (9 to 13 CTAs/SM within
+    //   2%); OCC 4 kept, as 10 and 11 spill in the reduce-then-scan kernels for i8.
     e(Family::Scan, 90, 4, 128, 39, 4),
     e(Family::Scan, 90, 8, 128, 23, 2),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench sort --sizes 26 --no-peer --reps 5` with

@@ -21,25 +21,30 @@ __device__ __forceinline__ Index merge_path(const K* a, Index a_count, const K* 
 }
 
 // Merges VT outputs from keys[a_begin, a_end) and keys[b_begin, b_end) (shared memory) into
-// registers; `from[i]` is the shared-memory index each output came from.
+// registers; `from[i]` is the shared-memory index each output came from. Every step does exactly one
+// shared load, at the index the comparison chose, so a warp never splits over which run advances
+// (two predicated loads per step cost twice the shared-memory issue). The load may read one past
+// the end of a run (past both, for outputs beyond a partial tile's end), so `keys` must be
+// readable up to index NV: the storage has NV + 1 slots.
 __device__ __forceinline__ void serial_merge(const K* keys, int a_begin, int a_end, int b_begin,
                                              int b_end, K (&out)[MGPU_VT], int (&from)[MGPU_VT],
                                              Comp comp) {
-  // An exhausted run's key is never compared; keys[0] is just a readable placeholder.
-  K a_key = keys[a_begin < a_end ? a_begin : 0];
-  K b_key = keys[b_begin < b_end ? b_begin : 0];
+  K a_key = keys[min(a_begin, MGPU_NV)];
+  K b_key = keys[min(b_begin, MGPU_NV)];
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     bool take_a = b_begin >= b_end || (a_begin < a_end && !comp(b_key, a_key));
     out[i] = take_a ? a_key : b_key;
     from[i] = take_a ? a_begin : b_begin;
-    if (take_a) {
+    if (take_a)
       ++a_begin;
-      if (a_begin < a_end) a_key = keys[a_begin];
-    } else {
+    else
       ++b_begin;
-      if (b_begin < b_end) b_key = keys[b_begin];
-    }
+    K next = keys[min(take_a ? a_begin : b_begin, MGPU_NV)];
+    if (take_a)
+      a_key = next;
+    else
+      b_key = next;
   }
 }
 

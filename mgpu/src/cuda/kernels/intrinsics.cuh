@@ -91,3 +91,31 @@ __device__ __forceinline__ X load_l2(const X* p) {
   }
   return x;
 }
+
+// ---- Asynchronous global -> shared copies (sm_80+): no registers hold the data in flight ----
+__device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
+  unsigned s = (unsigned)__cvta_generic_to_shared(shared);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global) : "memory");
+}
+// One element of 4, 8 or 16 bytes (both addresses aligned to its size).
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* shared, const void* global) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  unsigned s = (unsigned)__cvta_generic_to_shared(shared);
+  if constexpr (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(global), "n"(BYTES)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;" ::: "memory");
+}

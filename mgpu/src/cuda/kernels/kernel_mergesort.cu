@@ -12,22 +12,6 @@ struct SortStorage {
 #endif
 };
 
-// Stable merge of shared keys[0, a_count) and keys[a_count, a_count + b_count) into this thread's
-// VT outputs (output positions tid*VT ..); values follow their keys.
-__device__ __forceinline__ void cta_merge_thread(SortStorage& s, int a_count, int b_count,
-                                                 int diag, K (&k)[MGPU_VT], V (&v)[MGPU_VT],
-                                                 Comp comp) {
-  int total = a_count + b_count;
-  int d = min(diag, total);
-  int a = merge_path(s.keys, a_count, s.keys + a_count, b_count, d, comp);
-  int from[MGPU_VT];
-  serial_merge(s.keys, a, a_count, a_count + d - a, total, k, from, comp);
-#if MGPU_VALUES
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[from[i]];
-#endif
-}
-
 // Writes a thread's VT results to the shared tile at tid*VT (only the first `count` of the tile).
 __device__ __forceinline__ void thread_to_shared(SortStorage& s, const K (&k)[MGPU_VT],
                                                  const V (&v)[MGPU_VT], int count, int tid) {
@@ -115,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
                  from, comp);
 #if MGPU_VALUES
 #pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[from[i]];
+    for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];  // clamped: outputs past the end
 #endif
     __syncthreads();
     // Outputs beyond the group's total are not written (the tail of a partial tile).
@@ -179,25 +163,71 @@ __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, cons
   int tid = threadIdx.x;
   int a_count = (int)(a_end - a_begin), b_count = (int)(b_end - b_begin);
   int total = a_count + b_count;
+  // A and B read as one range: element j comes from A below a_count, else from B. Selecting the
+  // pointer (not branching) gives one load per element and 32-bit offsets.
+  const K* a_k = a_keys + a_begin;
+  const K* b_k = b_keys + b_begin - a_count;
+#if MGPU_VALUES
+  const V* a_v = a_values + a_begin;
+  const V* b_v = b_values + b_begin - a_count;
+#endif
+  // Keys then values go straight to shared memory with cp.async (no registers in flight, so the
+  // kernel stays small enough for high occupancy); the values' copy overlaps the keys' merge.
+  constexpr bool ASYNC_K = sizeof(K) == 4 || sizeof(K) == 8 || sizeof(K) == 16;
+  bool async_k = ASYNC_K && (((size_t)a_k | (size_t)b_k) % sizeof(K)) == 0;
+  if (async_k) {
+    if constexpr (ASYNC_K) {
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) {
-    int j = i * MGPU_NT + tid;
-    if (j < a_count) {
-      s.keys[j] = a_keys[a_begin + j];
-#if MGPU_VALUES
-      s.values[j] = a_values[a_begin + j];
-#endif
-    } else if (j < total) {
-      s.keys[j] = b_keys[b_begin + j - a_count];
-#if MGPU_VALUES
-      s.values[j] = b_values[b_begin + j - a_count];
-#endif
+      for (int i = 0; i < MGPU_VT; ++i) {
+        int j = i * MGPU_NT + tid;
+        if (j < total) cp_async<sizeof(K)>(s.keys + j, (j < a_count ? a_k : b_k) + j);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      int j = i * MGPU_NT + tid;
+      if (j < total) s.keys[j] = (j < a_count ? a_k : b_k)[j];
     }
   }
+  cp_async_commit();
+#if MGPU_VALUES
+  constexpr bool ASYNC_V = sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16;
+  bool async_v = ASYNC_V && (((size_t)a_v | (size_t)b_v) % sizeof(V)) == 0;
+  if (async_v) {
+    if constexpr (ASYNC_V) {
+#pragma unroll
+      for (int i = 0; i < MGPU_VT; ++i) {
+        int j = i * MGPU_NT + tid;
+        if (j < total) cp_async<sizeof(V)>(s.values + j, (j < a_count ? a_v : b_v) + j);
+      }
+    }
+  }
+  cp_async_commit();
+  cp_async_wait<1>();  // this thread's keys
+#else
+  cp_async_wait_all();
+#endif
   __syncthreads();
   K k[MGPU_VT];
   V v[MGPU_VT];
-  cta_merge_thread(s, a_count, b_count, tid * MGPU_VT, k, v, comp);
+  int diag = min(tid * MGPU_VT, total);
+  int a = merge_path(s.keys, a_count, s.keys + a_count, b_count, diag, comp);
+  int from[MGPU_VT];
+  serial_merge(s.keys, a, a_count, a_count + diag - a, total, k, from, comp);
+#if MGPU_VALUES
+  if (!async_v) {
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      int j = i * MGPU_NT + tid;
+      if (j < total) s.values[j] = (j < a_count ? a_v : b_v)[j];
+    }
+  }
+  cp_async_wait_all();
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];  // clamped: outputs past the end
+#endif
   __syncthreads();
   thread_to_shared(s, k, v, total, tid);
   __syncthreads();

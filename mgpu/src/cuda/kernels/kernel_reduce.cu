@@ -63,12 +63,13 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     int n = (int)min((u64)MGPU_NV, count - base);
     load_tile_to_shared(in + base, n, vec_ok, identity, storage.tile, tid);
     __syncthreads();
-    T x[MGPU_VT];
-    shared_to_thread_order(storage.tile, tid, x);
-    __syncthreads();
-    acc = x[0];
+    // Read in thread order straight from shared memory: no VT-register array (scan's tunings
+    // give this kernel as few as 48 registers).
+    const T* mine = storage.tile + tid * MGPU_VT;
+    acc = mine[0];
 #pragma unroll
-    for (int i = 1; i < MGPU_VT; ++i) acc = op(acc, x[i]);
+    for (int i = 1; i < MGPU_VT; ++i) acc = op(acc, mine[i]);
+    __syncthreads();
     total = op(total, cta_reduce(acc, op, storage.reduce));
   }
 #endif

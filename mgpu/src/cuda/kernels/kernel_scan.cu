@@ -21,13 +21,15 @@ __device__ __forceinline__ T scan_tile(const T* in, T* out, u64 base, int n, boo
                                        bool vec_in, bool vec_out, T identity, Op op,
                                        ScanStorage& storage, CarryIn carry_in) {
   int tid = threadIdx.x;
-  load_tile_to_shared(in + base, n, vec_in, identity, storage.tile, tid);
+  load_tile_to_shared_async(in + base, n, vec_in, identity, storage.tile, tid);
   __syncthreads();
-  T x[MGPU_VT];
-  shared_to_thread_order(storage.tile, tid, x);
-  T thread_total = x[0];
+  // The tile stays in shared memory and each thread reads its VT values twice (before and after
+  // the look-back) instead of holding them in registers across it: fewer registers, more CTAs per
+  // SM to keep loads in flight while some CTAs wait on their predecessors. VT odd: conflict-free.
+  T* mine = storage.tile + tid * MGPU_VT;
+  T thread_total = mine[0];
 #pragma unroll
-  for (int i = 1; i < MGPU_VT; ++i) thread_total = op(thread_total, x[i]);
+  for (int i = 1; i < MGPU_VT; ++i) thread_total = op(thread_total, mine[i]);
 
   T aggregate;
   T thread_prefix = cta_scan_exclusive(thread_total, op, identity, aggregate, storage.scan);
@@ -41,13 +43,13 @@ __device__ __forceinline__ T scan_tile(const T* in, T* out, u64 base, int n, boo
   __syncthreads();
   T run = op(storage.tile_prefix, thread_prefix);
   T tile_total = storage.tile_total;
+  // Only this thread touches its VT slots between the two barriers: scanned in place.
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
-    T next = op(run, x[i]);
-    x[i] = exclusive ? run : next;
+    T next = op(run, mine[i]);
+    mine[i] = exclusive ? run : next;
     run = next;
   }
-  thread_order_to_shared(x, tid, storage.tile);
   __syncthreads();
   store_tile_from_shared(storage.tile, n, vec_out, out + base, tid);
   __syncthreads();  // storage is reused by the next tile

@@ -24,14 +24,42 @@ __device__ __forceinline__ void load_tile_to_shared(const T* src, int count, boo
       if (CHUNKS % MGPU_NT == 0 || c < CHUNKS) reinterpret_cast<uint4*>(shared)[c] = r[i];
     }
   } else {
-    T r[MGPU_VT];
+    // Batches of up to 16 loads in flight before their stores: enough parallelism for unaligned
+    // inputs, few enough registers for tunings with a tight register budget.
+    constexpr int BATCH = MGPU_VT < 16 ? MGPU_VT : 16;
 #pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      int j = i * MGPU_NT + tid;
-      r[i] = j < count ? src[j] : fill;
+    for (int b = 0; b < MGPU_VT; b += BATCH) {
+      T r[BATCH];
+#pragma unroll
+      for (int i = 0; i < BATCH; ++i) {
+        int j = (b + i) * MGPU_NT + tid;
+        r[i] = b + i < MGPU_VT && j < count ? src[j] : fill;
+      }
+#pragma unroll
+      for (int i = 0; i < BATCH; ++i)
+        if (b + i < MGPU_VT) shared[(b + i) * MGPU_NT + tid] = r[i];
     }
+  }
+}
+
+// Global -> shared like load_tile_to_shared, but full aligned tiles are copied with cp.async, so
+// no register holds the tile in flight (the registers it frees buy more CTAs per SM, hence more
+// bytes in flight). The copy is complete for the calling thread on return; a barrier is still
+// needed before other threads read it.
+__device__ __forceinline__ void load_tile_to_shared_async(const T* src, int count, bool vec_ok,
+                                                          T fill, T* shared, int tid) {
+  constexpr int VEC = MGPU_VEC;
+  if (VEC > 1 && vec_ok && count == MGPU_NV) {
+    constexpr int CHUNKS = MGPU_NV / VEC;
 #pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) shared[i * MGPU_NT + tid] = r[i];
+    for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
+      int c = i * MGPU_NT + tid;
+      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
+        cp_async_16(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
+    }
+    cp_async_wait_all();
+  } else {
+    load_tile_to_shared(src, count, vec_ok, fill, shared, tid);
   }
 }
 
