@@ -9,7 +9,12 @@ use mgpu::{Comparator, Context, Element, Op};
 /// The merge-path partition kernel runs with this many threads (cuda/sort.rs).
 const PARTITION_THREADS: u32 = 128;
 
+/// A CUDA context on a GPU of the reported architecture, if there is one: it supplies the numbers
+/// when NVRTC returns no ptxas report (seen with NVRTC 13.0).
+type Device<'a> = Option<&'a Context>;
+
 fn report(
+    device: Device,
     arch: u32,
     family: &str,
     ty: &str,
@@ -19,7 +24,14 @@ fn report(
 ) -> Result<(), String> {
     let compiled = jit::compile_uncached(module.name(), source, arch).map_err(|e| e.to_string())?;
     let limits = SmLimits::for_arch(arch);
-    for r in &compiled.reports {
+    let mut reports = compiled.reports;
+    let mut from_driver = false;
+    if let (true, Some(ctx)) = (reports.is_empty(), device) {
+        reports =
+            mgpu::cuda::driver_reports(ctx, module, compiled.cubin).map_err(|e| e.to_string())?;
+        from_driver = true;
+    }
+    for r in &reports {
         let nt = if r.name == "mgpu_merge_partition" {
             PARTITION_THREADS
         } else {
@@ -39,13 +51,20 @@ fn report(
             o.limited_by
         );
     }
-    if compiled.reports.is_empty() {
+    if from_driver {
+        println!("{family:<10} {ty:<4} (numbers above from the driver: NVRTC returned no ptxas report; local = stack + spills)");
+    }
+    if reports.is_empty() {
         println!("{family:<10} {ty:<4} (NVRTC returned no ptxas report)");
     }
     Ok(())
 }
 
-fn family_rows<T: Element + mgpu::Arithmetic>(arch: u32, ty: &str) -> Result<(), String> {
+fn family_rows<T: Element + mgpu::Arithmetic>(
+    device: Device,
+    arch: u32,
+    ty: &str,
+) -> Result<(), String> {
     let size = std::mem::size_of::<T>();
     let op = Op::<T>::plus();
     for (name, module, family) in [
@@ -53,11 +72,20 @@ fn family_rows<T: Element + mgpu::Arithmetic>(arch: u32, ty: &str) -> Result<(),
         ("scan", Module::Scan, Family::Scan),
     ] {
         let t = tuning::lookup(family, arch, size).map_err(|e| e.to_string())?;
-        report(arch, name, ty, &t, module, &jit::source(module, &op, &t))?;
+        report(
+            device,
+            arch,
+            name,
+            ty,
+            &t,
+            module,
+            &jit::source(module, &op, &t),
+        )?;
     }
     let comp = Comparator::<T>::less();
     let t = tuning::lookup(Family::SortKeys, arch, size).map_err(|e| e.to_string())?;
     report(
+        device,
         arch,
         "sort_keys",
         ty,
@@ -67,6 +95,7 @@ fn family_rows<T: Element + mgpu::Arithmetic>(arch: u32, ty: &str) -> Result<(),
     )?;
     let t = tuning::lookup(Family::SortPairs, arch, 2 * size).map_err(|e| e.to_string())?;
     report(
+        device,
         arch,
         "sort_pairs",
         ty,
@@ -95,7 +124,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     }
     // The present GPU's architecture, else sm_90 (compiling needs NVRTC, not a GPU).
-    let arch = arch.unwrap_or_else(|| Context::new().ok().and_then(|c| c.arch()).unwrap_or(90));
+    let gpu = Context::new().ok().filter(|c| c.arch().is_some());
+    let arch = arch.unwrap_or_else(|| gpu.as_ref().and_then(|c| c.arch()).unwrap_or(90));
+    let device = gpu.as_ref().filter(|c| c.arch() == Some(arch));
     if !jit::nvrtc_available() {
         return Err("occupancy: NVRTC is needed to compile the kernels (pip install nvidia-cuda-nvrtc and put its lib folder on LD_LIBRARY_PATH)".into());
     }
@@ -111,8 +142,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "{:<10} {:<4} {:<21} {:>8} {:>4} {:>7} {:>6} {:>9} {:>7}  limited by",
         "family", "type", "kernel", "NTxVT", "regs", "smem", "local", "CTAs/SM", "occ"
     );
-    family_rows::<i32>(arch, "i32")?;
-    family_rows::<i64>(arch, "i64")?;
-    family_rows::<f32>(arch, "f32")?;
-    family_rows::<f64>(arch, "f64")
+    family_rows::<i32>(device, arch, "i32")?;
+    family_rows::<i64>(device, arch, "i64")?;
+    family_rows::<f32>(device, arch, "f32")?;
+    family_rows::<f64>(device, arch, "f64")
 }

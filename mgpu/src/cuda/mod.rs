@@ -25,6 +25,45 @@ pub fn driver_available() -> bool {
     unsafe { sys::is_culib_present() }
 }
 
+/// Per-kernel registers, static shared memory and local memory of a compiled module, as the driver
+/// reports them after loading it on `ctx`'s GPU (the cubin must be for that GPU's architecture).
+/// The fallback for NVRTC builds that return no ptxas report: the driver does not split local
+/// memory into stack and spills, so `stack_frame` holds all of it and the spill fields are 0.
+pub fn driver_reports(
+    ctx: &crate::Context,
+    module: jit::Module,
+    cubin: Vec<u8>,
+) -> Result<Vec<jit::KernelReport>> {
+    use sys::CUfunction_attribute as Attr;
+    let gpu = ctx
+        .gpu()
+        .ok_or_else(|| Error::NoGpu("driver reports need a CUDA context".into()))?;
+    let loaded = gpu
+        .ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+        .map_err(driver("loading a compiled module"))?;
+    let mut reports = Vec::new();
+    for &name in module.kernels() {
+        let f = loaded
+            .load_function(name)
+            .map_err(driver("loading a kernel"))?;
+        let attr = |a| {
+            f.get_attribute(a)
+                .map(|v| v.max(0) as u32)
+                .map_err(driver("querying a kernel attribute"))
+        };
+        reports.push(jit::KernelReport {
+            name: name.to_string(),
+            registers: attr(Attr::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            shared_bytes: attr(Attr::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            stack_frame: attr(Attr::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            spill_stores: 0,
+            spill_loads: 0,
+        });
+    }
+    Ok(reports)
+}
+
 /// One GPU: its context, the stream all work is queued on, its properties and its loaded modules.
 pub(crate) struct Gpu {
     pub ctx: Arc<CudaContext>,
