@@ -21,11 +21,11 @@ __device__ __forceinline__ Index merge_path(const K* a, Index a_count, const K* 
 }
 
 // Merges VT outputs from keys[a_begin, a_end) and keys[b_begin, b_end) (shared memory) into
-// registers; `from[i]` is the shared-memory index each output came from. Every step does exactly one
-// shared load, at the index the comparison chose, so a warp never splits over which run advances
-// (two predicated loads per step cost twice the shared-memory issue). The load may read one past
-// the end of a run (past both, for outputs beyond a partial tile's end), so `keys` must be
-// readable up to index NV: the storage has NV + 1 slots.
+// registers; `from[i]` is the shared-memory index each output came from. Every step does exactly
+// one shared load, at the index the comparison chose, so a warp never splits over which run
+// advances (two predicated loads per step cost twice the shared-memory issue). The load may read
+// one past the end of a run (past both, for outputs beyond a partial tile's end), so `keys` must
+// be readable up to index NV: the storage has NV + 1 slots.
 __device__ __forceinline__ void serial_merge(const K* keys, int a_begin, int a_end, int b_begin,
                                              int b_end, K (&out)[MGPU_VT], int (&from)[MGPU_VT],
                                              Comp comp) {

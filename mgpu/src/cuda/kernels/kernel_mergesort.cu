@@ -98,8 +98,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     serial_merge(s.keys, start + a, start + a_count, start + a_count + diag - a, start + total, k,
                  from, comp);
 #if MGPU_VALUES
+    // Clamped: the indices of outputs past a partial tile's end may run past the storage.
 #pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];  // clamped: outputs past the end
+    for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];
 #endif
     __syncthreads();
     // Outputs beyond the group's total are not written (the tail of a partial tile).
@@ -154,6 +155,36 @@ extern "C" __global__ void mgpu_merge_partition(const K* a_keys, u64 a_total, co
   }
 }
 
+// Whether elements of X can be copied with cp.async from both pointers (4, 8 or 16 bytes, aligned).
+template <typename X>
+__device__ __forceinline__ bool async_copyable(const X* a, const X* b) {
+  constexpr bool SIZE_OK = sizeof(X) == 4 || sizeof(X) == 8 || sizeof(X) == 16;
+  return SIZE_OK && (((size_t)a | (size_t)b) % sizeof(X)) == 0;
+}
+
+// shared[j] = (j < a_count ? a : b)[j] for j < total, strided over the CTA (b is offset by
+// -a_count by the caller). With cp.async where async_copyable (complete after cp_async_wait), else
+// through registers.
+template <typename X>
+__device__ __forceinline__ void range_to_shared(X* shared, const X* a, const X* b, int a_count,
+                                                int total, int tid) {
+  if (async_copyable(a, b)) {
+    if constexpr (sizeof(X) == 4 || sizeof(X) == 8 || sizeof(X) == 16) {
+#pragma unroll
+      for (int i = 0; i < MGPU_VT; ++i) {
+        int j = i * MGPU_NT + tid;
+        if (j < total) cp_async<sizeof(X)>(shared + j, (j < a_count ? a : b) + j);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      int j = i * MGPU_NT + tid;
+      if (j < total) shared[j] = (j < a_count ? a : b)[j];
+    }
+  }
+}
+
 // Merges A = a_keys[a_begin, a_end) and B = b_keys[b_begin, b_end) (at most NV together) into
 // out[out_base ..].
 __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, const V* a_values,
@@ -173,36 +204,11 @@ __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, cons
 #endif
   // Keys then values go straight to shared memory with cp.async (no registers in flight, so the
   // kernel stays small enough for high occupancy); the values' copy overlaps the keys' merge.
-  constexpr bool ASYNC_K = sizeof(K) == 4 || sizeof(K) == 8 || sizeof(K) == 16;
-  bool async_k = ASYNC_K && (((size_t)a_k | (size_t)b_k) % sizeof(K)) == 0;
-  if (async_k) {
-    if constexpr (ASYNC_K) {
-#pragma unroll
-      for (int i = 0; i < MGPU_VT; ++i) {
-        int j = i * MGPU_NT + tid;
-        if (j < total) cp_async<sizeof(K)>(s.keys + j, (j < a_count ? a_k : b_k) + j);
-      }
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      int j = i * MGPU_NT + tid;
-      if (j < total) s.keys[j] = (j < a_count ? a_k : b_k)[j];
-    }
-  }
+  range_to_shared(s.keys, a_k, b_k, a_count, total, tid);
   cp_async_commit();
 #if MGPU_VALUES
-  constexpr bool ASYNC_V = sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16;
-  bool async_v = ASYNC_V && (((size_t)a_v | (size_t)b_v) % sizeof(V)) == 0;
-  if (async_v) {
-    if constexpr (ASYNC_V) {
-#pragma unroll
-      for (int i = 0; i < MGPU_VT; ++i) {
-        int j = i * MGPU_NT + tid;
-        if (j < total) cp_async<sizeof(V)>(s.values + j, (j < a_count ? a_v : b_v) + j);
-      }
-    }
-  }
+  bool async_v = async_copyable(a_v, b_v);
+  if (async_v) range_to_shared(s.values, a_v, b_v, a_count, total, tid);
   cp_async_commit();
   cp_async_wait<1>();  // this thread's keys
 #else
@@ -216,17 +222,12 @@ __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, cons
   int from[MGPU_VT];
   serial_merge(s.keys, a, a_count, a_count + diag - a, total, k, from, comp);
 #if MGPU_VALUES
-  if (!async_v) {
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      int j = i * MGPU_NT + tid;
-      if (j < total) s.values[j] = (j < a_count ? a_v : b_v)[j];
-    }
-  }
+  if (!async_v) range_to_shared(s.values, a_v, b_v, a_count, total, tid);
   cp_async_wait_all();
   __syncthreads();
+  // Clamped: the indices of outputs past a partial tile's end may run past the storage.
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];  // clamped: outputs past the end
+  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];
 #endif
   __syncthreads();
   thread_to_shared(s, k, v, total, tid);

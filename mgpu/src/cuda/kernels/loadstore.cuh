@@ -83,15 +83,3 @@ __device__ __forceinline__ void store_tile_from_shared(const T* shared, int coun
     }
   }
 }
-
-// Shared (strided tile) -> registers in thread order: thread tid gets elements tid*VT .. tid*VT+VT-1.
-// VT odd keeps 4-byte elements free of bank conflicts.
-__device__ __forceinline__ void shared_to_thread_order(const T* shared, int tid, T (&x)[MGPU_VT]) {
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) x[i] = shared[tid * MGPU_VT + i];
-}
-
-__device__ __forceinline__ void thread_order_to_shared(const T (&x)[MGPU_VT], int tid, T* shared) {
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) shared[tid * MGPU_VT + i] = x[i];
-}
