@@ -179,11 +179,12 @@ const TABLE: &[Entry] = &[
     //   i64 pairs: 128x7x2 15.78 | 128x11x2 15.29 | 256x7x1 15.14 | 128x15x2 17.07 | 64x15x4 17.94
     // Smaller VT and wider CTAs win: the shared-memory merge (merge path search, serial merge)
     // costs more than the extra pass that smaller tiles bring.
-    // Second sweep, after the merge kernels moved to cp.async loads (registers 37-63 -> 32-50 at
-    // the same OCC), same command (ms at 2^26):
+    // Second sweep, after the merge kernels moved to cp.async loads (no registers hold loads in
+    // flight, so a high OCC fits without spills: 32 registers at 256x11x8), same command (ms at
+    // 2^26):
     //   i32 keys: 256x11x2 4.04 | 256x11x6 3.98 | 256x11x8 3.90 | 256x15x4 3.94
     //   i32 pairs: 256x7x2 7.57 | 256x7x6 7.46 | 256x7x8 7.59 | 256x11x4 6.97 (spills in
-    //              mgpu_merge, hence 256x11x3)
+    //              mgpu_merge, hence 256x11x3: 7.11 in the BENCHMARKS.md run)
     //   i64 keys: 256x11x1 6.88 | 256x11x5 6.86 | 128x11x4 7.33 | 256x7x4 7.55
     //   i64 pairs: 256x7x1 13.83 | 256x7x5 13.94 | 128x7x4 14.78 | 256x5x4 14.08
     e(Family::SortKeys, 90, 4, 256, 11, 8),

@@ -93,10 +93,6 @@ __device__ __forceinline__ X load_l2(const X* p) {
 }
 
 // ---- Asynchronous global -> shared copies (sm_80+): no registers hold the data in flight ----
-__device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
-  unsigned s = (unsigned)__cvta_generic_to_shared(shared);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global) : "memory");
-}
 // One element of 4, 8 or 16 bytes (both addresses aligned to its size).
 template <int BYTES>
 __device__ __forceinline__ void cp_async(void* shared, const void* global) {

@@ -63,8 +63,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     int n = (int)min((u64)MGPU_NV, count - base);
     load_tile_to_shared(in + base, n, vec_ok, identity, storage.tile, tid);
     __syncthreads();
-    // Read in thread order straight from shared memory: no VT-register array (scan's tunings
-    // give this kernel as few as 48 registers).
+    // Read in thread order straight from shared memory: no VT-register array to spill under a
+    // tight register budget (this kernel also runs with scan's tunings, as its upsweep).
     const T* mine = storage.tile + tid * MGPU_VT;
     acc = mine[0];
 #pragma unroll

@@ -43,9 +43,8 @@ __device__ __forceinline__ void load_tile_to_shared(const T* src, int count, boo
 }
 
 // Global -> shared like load_tile_to_shared, but full aligned tiles are copied with cp.async, so
-// no register holds the tile in flight (the registers it frees buy more CTAs per SM, hence more
-// bytes in flight). The copy is complete for the calling thread on return; a barrier is still
-// needed before other threads read it.
+// no register holds the tile in flight. The copy is complete for the calling thread on return; a
+// barrier is still needed before other threads read it.
 __device__ __forceinline__ void load_tile_to_shared_async(const T* src, int count, bool vec_ok,
                                                           T fill, T* shared, int tid) {
   constexpr int VEC = MGPU_VEC;
@@ -55,7 +54,7 @@ __device__ __forceinline__ void load_tile_to_shared_async(const T* src, int coun
     for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
       int c = i * MGPU_NT + tid;
       if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
-        cp_async_16(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
+        cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
     }
     cp_async_wait_all();
   } else {
