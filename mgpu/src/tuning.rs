@@ -187,10 +187,19 @@ const TABLE: &[Entry] = &[
     //              mgpu_merge, hence 256x11x3: 7.11 in the BENCHMARKS.md run)
     //   i64 keys: 256x11x1 6.88 | 256x11x5 6.86 | 128x11x4 7.33 | 256x7x4 7.55
     //   i64 pairs: 256x7x1 13.83 | 256x7x5 13.94 | 128x7x4 14.78 | 256x5x4 14.08
-    e(Family::SortKeys, 90, 4, 256, 11, 8),
-    e(Family::SortKeys, 90, 8, 256, 11, 1),
-    e(Family::SortPairs, 90, 8, 256, 11, 3),
-    e(Family::SortPairs, 90, 16, 256, 7, 1),
+    // Third sweep (third session), at 2^28, where the pass count is what matters: a tile of at
+    // least 4096 keys saves one of 17 passes (2^28 / 2816 needs 17, 2^28 / 4352 needs 16), and
+    // each pass costs about one memcpy of the data (ncu: 0.75 ms per pass, memcpy 0.72 ms).
+    // `mgpu bench sort --sizes 28 --types i32,i64 --no-peer`, ms (keys | pairs):
+    //   i32: 256x11x8 | 256x11x3 16.67 | 30.77; 256x17x4 | 256x17x2 15.93 | 29.60;
+    //        256x15x4 | 256x15x2 17.00 | 31.47; 256x17x6 15.65 (spills for i8 and u16 keys);
+    //        512x17x2 (15 passes) 16.42; 512x9x2 pairs 31.79; 512x11x1 pairs 35.44.
+    //   i64: 256x11x1 | 256x7x1 29.95 | 60.95; 256x17x1 | 256x9x1 28.15 | 57.74;
+    //        256x15x1 | 256x9x2 29.89 | 57.75.
+    e(Family::SortKeys, 90, 4, 256, 17, 4),
+    e(Family::SortKeys, 90, 8, 256, 17, 1),
+    e(Family::SortPairs, 90, 8, 256, 17, 2),
+    e(Family::SortPairs, 90, 16, 256, 9, 1),
 ];
 
 /// The tuning for a family on an architecture (`major * 10 + minor`, e.g. 90) and element size:

@@ -170,7 +170,10 @@ __device__ __forceinline__ void range_to_shared(X* shared, const X* a, const X* 
                                                 int total, int tid) {
   if (async_copyable(a, b)) {
     if constexpr (sizeof(X) == 4 || sizeof(X) == 8 || sizeof(X) == 16) {
-#pragma unroll
+      // Not unrolled: the copies complete asynchronously, so nothing is gained by issuing them
+      // from straight-line code, and unrolled, the 64-bit addresses of all VT copies stayed live
+      // (mgpu_merge spilled at VT = 17 with 64 registers).
+#pragma unroll 1
       for (int i = 0; i < MGPU_VT; ++i) {
         int j = i * MGPU_NT + tid;
         if (j < total) cp_async<sizeof(X)>(shared + j, (j < a_count ? a : b) + j);
