@@ -329,7 +329,9 @@ impl<T: Arithmetic> Comparator<T> {
     /// Ascending order (floats: NaNs last).
     pub fn less() -> Self {
         let cuda = if T::CUDA_WRAP_TYPE.is_empty() {
-            "(b != b) ? (a == a) : (a < b)"
+            // "a < b, or b is NaN", for a that is not NaN: two float compares (FSETP.LTU and
+            // FSETP.NUM in SASS) rather than three compares and a select.
+            "!(b <= a) && (a == a)"
         } else {
             "a < b"
         };
@@ -338,7 +340,7 @@ impl<T: Arithmetic> Comparator<T> {
     /// Descending order (floats: NaNs first).
     pub fn greater() -> Self {
         let cuda = if T::CUDA_WRAP_TYPE.is_empty() {
-            "(a != a) ? (b == b) : (b < a)"
+            "!(a <= b) && (b == b)"
         } else {
             "b < a"
         };
