@@ -329,8 +329,9 @@ impl<T: Arithmetic> Comparator<T> {
     /// Ascending order (floats: NaNs last).
     pub fn less() -> Self {
         let cuda = if T::CUDA_WRAP_TYPE.is_empty() {
-            // "a < b, or b is NaN", for a that is not NaN: two float compares (FSETP.LTU and
-            // FSETP.NUM in SASS) rather than three compares and a select.
+            // "a < b, or b is NaN", for an `a` that is not NaN: the NaN-last order without a
+            // select; the f32 sort got 6% faster than with `(b != b) ? (a == a) : (a < b)`
+            // (BENCHMARKS.md).
             "!(b <= a) && (a == a)"
         } else {
             "a < b"
