@@ -32,7 +32,7 @@ fn report(
         from_driver = true;
     }
     for r in &reports {
-        let nt = if r.name == "mgpu_merge_partition" {
+        let nt = if r.name.ends_with("_partition") {
             PARTITION_THREADS
         } else {
             tuning.nt

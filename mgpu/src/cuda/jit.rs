@@ -28,7 +28,8 @@ pub enum Module {
     Reduce,
     /// `mgpu_scan_lookback`, `mgpu_scan_tiles`.
     Scan,
-    /// `mgpu_blocksort`, `mgpu_merge_partition`, `mgpu_merge_pass`, `mgpu_merge`.
+    /// `mgpu_blocksort`, `mgpu_merge_partition`, `mgpu_merge_pass`, `mgpu_merge4_partition`,
+    /// `mgpu_merge4_pass`, `mgpu_merge`.
     Merge,
 }
 
@@ -56,6 +57,8 @@ impl Module {
                 "mgpu_blocksort",
                 "mgpu_merge_partition",
                 "mgpu_merge_pass",
+                "mgpu_merge4_partition",
+                "mgpu_merge4_pass",
                 "mgpu_merge",
             ],
         }

@@ -62,7 +62,11 @@ pub(crate) fn sort<K: Element, V: Element>(
     let module = gpu.sort_module::<K, V>(comparator, mode, tuning)?;
     let nv = tuning.nv() as u64;
     let num_tiles = count.div_ceil(nv);
-    let passes = u64::BITS - (num_tiles - 1).leading_zeros(); // ceil(log2(num_tiles))
+    // Merge levels: runs of one tile double in length until they cover the input. Levels go two
+    // at a time in four-way passes; an odd level out is a two-way pass, done first.
+    let levels = u64::BITS - (num_tiles - 1).leading_zeros(); // ceil(log2(num_tiles))
+    let two_way = levels % 2;
+    let passes = two_way + levels / 2;
     let has_values = mode != SortValues::None;
     let temp_keys = DeviceMem::alloc(gpu, count as usize * std::mem::size_of::<K>())?;
     let temp_values = if has_values {
@@ -91,13 +95,21 @@ pub(crate) fn sort<K: Element, V: Element>(
     if passes == 0 {
         return Ok(());
     }
-    let splits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 8)?;
+    let pairs = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 8)?;
+    let quads = if levels >= 2 {
+        Some(DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 32)?)
+    } else {
+        None
+    };
     let (partition, _) = module.function("mgpu_merge_partition");
     let (merge_pass, _) = module.function("mgpu_merge_pass");
+    let (partition4, _) = module.function("mgpu_merge4_partition");
+    let (merge4_pass, _) = module.function("mgpu_merge4_pass");
     let mut width = nv;
     let mut current = dst;
     let mut other = src;
-    for _ in 0..passes {
+    for pass in 0..passes {
+        // Both kinds of pass start from the two-way split of every tile boundary.
         partitions(
             gpu,
             partition,
@@ -107,26 +119,43 @@ pub(crate) fn sort<K: Element, V: Element>(
             0,
             false,
             width,
-            &splits,
+            &pairs,
             num_tiles + 1,
         )?;
+        let four_way = pass >= two_way;
+        let (f, splits) = if four_way {
+            let quads = quads.as_ref().expect("allocated for two levels or more");
+            let grid = (num_tiles + 1).div_ceil(PARTITION_THREADS as u64) as u32;
+            let num_partitions = num_tiles + 1;
+            launch(
+                gpu,
+                partition4,
+                grid,
+                PARTITION_THREADS,
+                &[
+                    &current.0,
+                    &count,
+                    &width,
+                    &pairs.ptr,
+                    &num_partitions,
+                    &quads.ptr,
+                ],
+            )?;
+            (merge4_pass, quads.ptr)
+        } else {
+            (merge_pass, pairs.ptr)
+        };
         launch(
             gpu,
-            merge_pass,
+            f,
             num_tiles as u32,
             tuning.nt,
             &[
-                &current.0,
-                &current.1,
-                &other.0,
-                &other.1,
-                &count,
-                &width,
-                &splits.ptr,
+                &current.0, &current.1, &other.0, &other.1, &count, &width, &splits,
             ],
         )?;
         std::mem::swap(&mut current, &mut other);
-        width *= 2;
+        width *= if four_way { 4 } else { 2 };
     }
     debug_assert_eq!(current.0, keys);
     Ok(())

@@ -155,20 +155,32 @@ extern "C" __global__ void mgpu_merge_partition(const K* a_keys, u64 a_total, co
   }
 }
 
-// Whether elements of X can be copied with cp.async from both pointers (4, 8 or 16 bytes, aligned).
-template <typename X>
-__device__ __forceinline__ bool async_copyable(const X* a, const X* b) {
+// Whether elements of X can be copied with cp.async from every pointer (4, 8 or 16 bytes, aligned).
+template <typename X, int R>
+__device__ __forceinline__ bool async_copyable(const X* const (&src)[R]) {
   constexpr bool SIZE_OK = sizeof(X) == 4 || sizeof(X) == 8 || sizeof(X) == 16;
-  return SIZE_OK && (((size_t)a | (size_t)b) % sizeof(X)) == 0;
+  size_t bits = 0;
+#pragma unroll
+  for (int r = 0; r < R; ++r) bits |= (size_t)src[r];
+  return SIZE_OK && bits % sizeof(X) == 0;
 }
 
-// shared[j] = (j < a_count ? a : b)[j] for j < total, strided over the CTA (b is offset by
-// -a_count by the caller). With cp.async where async_copyable (complete after cp_async_wait), else
-// through registers.
-template <typename X>
-__device__ __forceinline__ void range_to_shared(X* shared, const X* a, const X* b, int a_count,
-                                                int total, int tid) {
-  if (async_copyable(a, b)) {
+// shared[j] = src[r][j] for j < ends[R - 1], strided over the CTA, where range r holds
+// ends[r - 1] <= j < ends[r] (the caller offsets src[r] by -ends[r - 1]). Selecting the pointer
+// (not branching) gives one load per element and 32-bit offsets. With cp.async where
+// async_copyable (complete after cp_async_wait), else through registers.
+template <typename X, int R>
+__device__ __forceinline__ void ranges_to_shared(X* shared, const X* const (&src)[R],
+                                                 const int (&ends)[R], int tid) {
+  int total = ends[R - 1];
+  auto source = [&](int j) {
+    const X* p = src[0];
+#pragma unroll
+    for (int r = 1; r < R; ++r)
+      if (j >= ends[r - 1]) p = src[r];
+    return p + j;
+  };
+  if (async_copyable(src)) {
     if constexpr (sizeof(X) == 4 || sizeof(X) == 8 || sizeof(X) == 16) {
       // Not unrolled: the copies complete asynchronously, so nothing is gained by issuing them
       // from straight-line code, and unrolled, the 64-bit addresses of all VT copies stayed live
@@ -176,16 +188,29 @@ __device__ __forceinline__ void range_to_shared(X* shared, const X* a, const X* 
 #pragma unroll 1
       for (int i = 0; i < MGPU_VT; ++i) {
         int j = i * MGPU_NT + tid;
-        if (j < total) cp_async<sizeof(X)>(shared + j, (j < a_count ? a : b) + j);
+        if (j < total) cp_async<sizeof(X)>(shared + j, source(j));
       }
     }
   } else {
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
       int j = i * MGPU_NT + tid;
-      if (j < total) shared[j] = (j < a_count ? a : b)[j];
+      if (j < total) shared[j] = *source(j);
     }
   }
+}
+
+// The four ranges of a four-way tile, as two pairs: one call with four ranges needed more
+// registers (u16 keys spilled in mgpu_merge4_pass at 64).
+template <typename X>
+__device__ __forceinline__ void quad_to_shared(X* shared, const X* const (&src)[4],
+                                               const int (&ends)[4], int tid) {
+  int nab = ends[1];
+  const X* ab[2] = {src[0], src[1]};
+  const X* cd[2] = {src[2] + nab, src[3] + nab};
+  const int ab_ends[2] = {ends[0], nab}, cd_ends[2] = {ends[2] - nab, ends[3] - nab};
+  ranges_to_shared(shared, ab, ab_ends, tid);
+  ranges_to_shared(shared + nab, cd, cd_ends, tid);
 }
 
 // Merges A = a_keys[a_begin, a_end) and B = b_keys[b_begin, b_end) (at most NV together) into
@@ -197,21 +222,19 @@ __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, cons
   int tid = threadIdx.x;
   int a_count = (int)(a_end - a_begin), b_count = (int)(b_end - b_begin);
   int total = a_count + b_count;
-  // A and B read as one range: element j comes from A below a_count, else from B. Selecting the
-  // pointer (not branching) gives one load per element and 32-bit offsets.
-  const K* a_k = a_keys + a_begin;
-  const K* b_k = b_keys + b_begin - a_count;
+  // A and B read as one range: element j comes from A below a_count, else from B.
+  const int ends[2] = {a_count, total};
+  const K* src_k[2] = {a_keys + a_begin, b_keys + b_begin - a_count};
 #if MGPU_VALUES
-  const V* a_v = a_values + a_begin;
-  const V* b_v = b_values + b_begin - a_count;
+  const V* src_v[2] = {a_values + a_begin, b_values + b_begin - a_count};
 #endif
   // Keys then values go straight to shared memory with cp.async (no registers in flight, so the
   // kernel stays small enough for high occupancy); the values' copy overlaps the keys' merge.
-  range_to_shared(s.keys, a_k, b_k, a_count, total, tid);
+  ranges_to_shared(s.keys, src_k, ends, tid);
   cp_async_commit();
 #if MGPU_VALUES
-  bool async_v = async_copyable(a_v, b_v);
-  if (async_v) range_to_shared(s.values, a_v, b_v, a_count, total, tid);
+  bool async_v = async_copyable(src_v);
+  if (async_v) ranges_to_shared(s.values, src_v, ends, tid);
   cp_async_commit();
   cp_async_wait<1>();  // this thread's keys
 #else
@@ -225,7 +248,7 @@ __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, cons
   int from[MGPU_VT];
   serial_merge(s.keys, a, a_count, a_count + diag - a, total, k, from, comp);
 #if MGPU_VALUES
-  if (!async_v) range_to_shared(s.values, a_v, b_v, a_count, total, tid);
+  if (!async_v) ranges_to_shared(s.values, src_v, ends, tid);
   cp_async_wait_all();
   __syncthreads();
   // Clamped: the indices of outputs past a partial tile's end may run past the storage.
@@ -274,4 +297,244 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   u64 b_begin = out_begin - a_begin, b_end = out_end - a_end;
   merge_tile(s, a_keys, a_values, a_begin, a_end, b_keys, b_values, b_begin, b_end, keys_out,
              values_out, out_begin, comp);
+}
+
+// ---- Four-way merge passes: two levels of the merge tree per trip through memory ----
+// Runs A, B, C and D of `width` keys merge as merge(merge(A, B), merge(C, D)): stable, because the
+// runs are consecutive in input order and every level puts its first input first on ties.
+
+// The four runs of a four-way pass that output position `gid` falls in: [r[i], r[i + 1]).
+struct RunGroup {
+  u64 r[5];
+};
+__device__ __forceinline__ RunGroup run_group(u64 gid, u64 width, u64 count) {
+  RunGroup g;
+  g.r[0] = gid / (4 * width) * (4 * width);
+#pragma unroll
+  for (int i = 1; i < 5; ++i) g.r[i] = min(count, g.r[i - 1] + width);
+  return g;
+}
+
+// The key at position `pos` of merge(X, Y), where `s` of the first `pos` outputs came from X
+// (pos < nx + ny).
+__device__ __forceinline__ K merged_at(const K* x, u64 nx, const K* y, u64 ny, u64 pos, u64 s,
+                                       Comp comp) {
+  u64 j = pos - s;
+  if (j >= ny) return x[s];
+  if (s >= nx) return y[j];
+  K xk = x[s], yk = y[j];
+  return comp(yk, xk) ? yk : xk;
+}
+
+// The last of the first `pos` outputs of merge(X, Y) (pos > 0), `s` of which came from X: Y's
+// candidate is the later one unless it is strictly before X's.
+__device__ __forceinline__ K merged_last(const K* x, const K* y, u64 pos, u64 s, Comp comp) {
+  u64 j = pos - s;
+  if (s == 0) return y[j - 1];
+  if (j == 0) return x[s - 1];
+  K xk = x[s - 1], yk = y[j - 1];
+  return comp(yk, xk) ? xk : yk;
+}
+
+// How many of the first `diag` outputs of the pair of runs at `start` (lengths n1, n2) come from
+// the first run, read from the two-way partitions of the same width (diag is a multiple of NV).
+__device__ __forceinline__ u64 pair_split(const u64* pairs, u64 start, u64 n1, u64 n2, u64 diag) {
+  return diag == n1 + n2 ? n1 : pairs[(start + diag) / MGPU_NV] - start;
+}
+
+// Two bounded merge path searches (merge_path_within) in lockstep: each step has the loads of
+// both in flight together. Returns the answers in begin1 and begin2.
+__device__ __forceinline__ void merge_path_within2(const K* a1, const K* b1, u64 diag1,
+                                                   u64& begin1, u64 end1, const K* a2,
+                                                   const K* b2, u64 diag2, u64& begin2, u64 end2,
+                                                   Comp comp) {
+  while (begin1 < end1 || begin2 < end2) {
+    bool go1 = begin1 < end1, go2 = begin2 < end2;
+    u64 mid1 = (begin1 + end1) / 2, mid2 = (begin2 + end2) / 2;
+    K x1, y1, x2, y2;
+    if (go1) {
+      x1 = b1[diag1 - 1 - mid1];
+      y1 = a1[mid1];
+    }
+    if (go2) {
+      x2 = b2[diag2 - 1 - mid2];
+      y2 = a2[mid2];
+    }
+    if (go1) {
+      if (!comp(x1, y1))
+        begin1 = mid1 + 1;
+      else
+        end1 = mid1;
+    }
+    if (go2) {
+      if (!comp(x2, y2))
+        begin2 = mid2 + 1;
+      else
+        end2 = mid2;
+    }
+  }
+}
+
+// Four-way split of every output tile boundary: quads[4 i + r] = where run r stands at output
+// i * NV. `pairs` holds the two-way partitions of the same width (mgpu_merge_partition), which
+// split merge(A, B) and merge(C, D) at every multiple of NV. The boundary's split x between
+// AB = merge(A, B) and CD = merge(C, D) is first found among the multiples of NV, where AB's and
+// CD's keys come straight from `pairs`, then inside that window of NV, where each probe finds
+// its AB and CD keys with merge path searches bounded by what earlier probes learned.
+extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 width,
+                                                 const u64* pairs, u64 num_partitions,
+                                                 u64* quads) {
+  Comp comp;
+  u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= num_partitions) return;
+  u64 gid = min(i * MGPU_NV, count);
+  RunGroup g = run_group(gid, width, count);
+  const K* a = keys + g.r[0];
+  const K* b = keys + g.r[1];
+  const K* c = keys + g.r[2];
+  const K* d = keys + g.r[3];
+  u64 na = g.r[1] - g.r[0], nb = g.r[2] - g.r[1], nc = g.r[3] - g.r[2], nd = g.r[4] - g.r[3];
+  u64 nab = na + nb, ncd = nc + nd;
+  u64 k = gid - g.r[0];
+  u64 lo = k > ncd ? k - ncd : 0, hi = min(k, nab);
+  // Merge path over AB and CD: x = the first position in [lo, hi) where AB's key is not taken,
+  // i.e. CD[k - 1 - x] is strictly before AB[x]; hi if none.
+  // Coarse: grid points x = j * NV in [lo, hi).
+  u64 j_first = (lo + MGPU_NV - 1) / MGPU_NV, j_end = hi == 0 ? 0 : (hi - 1) / MGPU_NV + 1;
+  j_end = max(j_end, j_first);
+  u64 j_lo = j_first, j_hi = j_end;
+  while (j_lo < j_hi) {
+    u64 j = (j_lo + j_hi) / 2, x = j * MGPU_NV;
+    u64 s = pair_split(pairs, g.r[0], na, nb, x);
+    u64 t = pair_split(pairs, g.r[2], nc, nd, k - x);
+    K ab = merged_at(a, na, b, nb, x, s, comp);
+    K cd = merged_last(c, d, k - x, t, comp);
+    if (!comp(cd, ab))
+      j_lo = j + 1;
+    else
+      j_hi = j;
+  }
+  lo = j_lo > j_first ? (j_lo - 1) * MGPU_NV + 1 : lo;
+  hi = j_lo < j_end ? j_lo * MGPU_NV : hi;
+  // Fine, in [lo, hi] (at most NV wide). Invariant: for every x in [lo, hi], s(x) (A's share of
+  // AB's first x) lies in [s_lo, s_hi] and t(k - x) (C's share of CD's first k - x) in
+  // [t_lo, t_hi]. Anchors at the grid points below give the first bounds; each probe narrows them
+  // (s and t move by at most one per position).
+  u64 ga = lo / MGPU_NV * MGPU_NV, gc = (k - hi) / MGPU_NV * MGPU_NV;
+  u64 s_lo = pair_split(pairs, g.r[0], na, nb, ga), s_hi = s_lo + (hi - ga);
+  u64 t_lo = pair_split(pairs, g.r[2], nc, nd, gc), t_hi = t_lo + (k - lo - gc);
+  // s(x) and t(y), both searches at once.
+  auto splits = [&](u64 x, u64 y, u64& s, u64& t) {
+    s = max(s_lo, x > nb ? x - nb : 0);
+    t = max(t_lo, y > nd ? y - nd : 0);
+    merge_path_within2(a, b, x, s, min(s_hi, min(x, na)), c, d, y, t, min(t_hi, min(y, nc)),
+                       comp);
+  };
+  u64 s, t;
+  while (lo < hi) {
+    u64 x = (lo + hi) / 2, y = k - 1 - x;
+    splits(x, y, s, t);
+    if (!comp(merged_at(c, nc, d, nd, y, t, comp), merged_at(a, na, b, nb, x, s, comp))) {
+      lo = x + 1;
+      s_lo = s;
+      t_hi = t;
+    } else {
+      hi = x;
+      s_hi = s;
+      t_lo = t;
+    }
+  }
+  splits(lo, k - lo, s, t);
+  u64* q = quads + 4 * i;
+  q[0] = g.r[0] + s;
+  q[1] = g.r[1] + (lo - s);
+  q[2] = g.r[2] + t;
+  q[3] = g.r[3] + (k - lo - t);
+}
+
+// Merges one output tile of a four-way pass: the tile's parts of A, B, C and D (from `quads`)
+// go to shared memory side by side; the first level merges A with B and C with D in one sweep
+// (a thread whose outputs straddle the two merges switches runs mid-way), the second merges the
+// two results.
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
+                     u64 width, const u64* quads) {
+  __shared__ SortStorage s;
+  Comp comp;
+  int tid = threadIdx.x;
+  u64 tile = blockIdx.x;
+  u64 out_begin = tile * MGPU_NV;
+  u64 out_end = min(out_begin + MGPU_NV, count);
+  RunGroup g = run_group(out_begin, width, count);
+  const u64* q0 = quads + 4 * tile;
+  const u64* q1 = q0 + 4;
+  bool last = out_end >= g.r[4];  // the group's last tile ends at its runs' ends
+  u64 begin[4];
+  int ends[4];
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    begin[r] = q0[r];
+    u64 end = last ? g.r[r + 1] : q1[r];
+    ends[r] = (r ? ends[r - 1] : 0) + (int)(end - begin[r]);
+  }
+  const K* src_k[4];
+#if MGPU_VALUES
+  const V* src_v[4];
+#endif
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    int offset = r ? ends[r - 1] : 0;
+    src_k[r] = keys_in + begin[r] - offset;
+#if MGPU_VALUES
+    src_v[r] = values_in + begin[r] - offset;
+#endif
+  }
+  int na = ends[0], nab = ends[1], nabc = ends[2], total = ends[3];
+  quad_to_shared(s.keys, src_k, ends, tid);
+  cp_async_commit();
+#if MGPU_VALUES
+  bool async_v = async_copyable(src_v);
+  if (async_v) quad_to_shared(s.values, src_v, ends, tid);
+  cp_async_commit();
+  cp_async_wait<1>();  // this thread's keys
+#else
+  cp_async_wait_all();
+#endif
+  __syncthreads();
+
+  // First level: outputs [0, nab) merge A and B, outputs [nab, total) merge C and D.
+  K k[MGPU_VT];
+  V v[MGPU_VT];
+  int from[MGPU_VT];
+  int diag = min(tid * MGPU_VT, total);
+  bool in_ab = diag < nab;
+  int base = in_ab ? 0 : nab, mid = in_ab ? na : nabc, end = in_ab ? nab : total;
+  int d = diag - base;
+  int split = merge_path(s.keys + base, mid - base, s.keys + mid, end - mid, d, comp);
+  serial_merge(s.keys, base + split, mid, mid + d - split, end, k, from, comp,
+               in_ab ? nab - diag : MGPU_VT, nab, nabc, total);
+#if MGPU_VALUES
+  if (!async_v) quad_to_shared(s.values, src_v, ends, tid);
+  cp_async_wait_all();
+  __syncthreads();
+  // Clamped: the indices of outputs past a partial tile's end may run past the storage.
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];
+#endif
+  __syncthreads();
+  thread_to_shared(s, k, v, total, tid);
+  __syncthreads();
+
+  // Second level: merge(A, B) = [0, nab) with merge(C, D) = [nab, total).
+  split = merge_path(s.keys, nab, s.keys + nab, total - nab, diag, comp);
+  serial_merge(s.keys, split, nab, nab + diag - split, total, k, from, comp);
+#if MGPU_VALUES
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];
+#endif
+  __syncthreads();
+  thread_to_shared(s, k, v, total, tid);
+  __syncthreads();
+  // The tile's start recomputed, not kept live through the merges (u16 keys spilled at 64 regs).
+  store_tile(s, keys_out, values_out, (u64)blockIdx.x * MGPU_NV, total, tid);
 }
