@@ -44,18 +44,35 @@ __device__ __forceinline__ void load_tile(SortStorage& s, const K* keys, const V
   }
 }
 
-__device__ __forceinline__ void store_tile(const SortStorage& s, K* keys, V* values, u64 base,
-                                           int count, int tid) {
+// Shared tile -> global at `dest`, the first `count` elements. A full tile at a 16-byte aligned
+// address goes as 16-byte vectors (a quarter of the store instructions for 4-byte keys).
+template <typename X>
+__device__ __forceinline__ void tile_to_global(const X* shared, X* dest, int count, int tid) {
+  constexpr bool VEC_OK = (sizeof(X) == 4 || sizeof(X) == 8 || sizeof(X) == 16) &&
+                          MGPU_NV * sizeof(X) % 16 == 0;
+  if (VEC_OK && count == MGPU_NV && (size_t)dest % 16 == 0) {
+    constexpr int CHUNKS = MGPU_NV * sizeof(X) / 16;
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) {
-    int j = i * MGPU_NT + tid;
-    if (j < count) {
-      keys[base + j] = s.keys[j];
-#if MGPU_VALUES
-      values[base + j] = s.values[j];
-#endif
+    for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
+      int c = i * MGPU_NT + tid;
+      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
+        reinterpret_cast<uint4*>(dest)[c] = reinterpret_cast<const uint4*>(shared)[c];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      int j = i * MGPU_NT + tid;
+      if (j < count) dest[j] = shared[j];
     }
   }
+}
+
+__device__ __forceinline__ void store_tile(const SortStorage& s, K* keys, V* values, u64 base,
+                                           int count, int tid) {
+  tile_to_global(s.keys, keys + base, count, tid);
+#if MGPU_VALUES
+  tile_to_global(s.values, values + base, count, tid);
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
@@ -167,41 +184,56 @@ __device__ __forceinline__ bool async_copyable(const X* const (&src)[R]) {
 
 // shared[j] = src[r][j] for j < ends[R - 1], strided over the CTA, where range r holds
 // ends[r - 1] <= j < ends[r] (the caller offsets src[r] by -ends[r - 1]). Selecting the pointer
-// (not branching) gives one load per element and 32-bit offsets. With cp.async where
-// async_copyable (complete after cp_async_wait), else through registers.
+// (not branching) gives one load per element and 32-bit offsets.
 template <typename X, int R>
-__device__ __forceinline__ void ranges_to_shared(X* shared, const X* const (&src)[R],
-                                                 const int (&ends)[R], int tid) {
-  int total = ends[R - 1];
-  auto source = [&](int j) {
-    const X* p = src[0];
+__device__ __forceinline__ const X* range_source(const X* const (&src)[R], const int (&ends)[R],
+                                                 int j) {
+  const X* p = src[0];
 #pragma unroll
-    for (int r = 1; r < R; ++r)
-      if (j >= ends[r - 1]) p = src[r];
-    return p + j;
-  };
-  if (async_copyable(src)) {
-    if constexpr (sizeof(X) == 4 || sizeof(X) == 8 || sizeof(X) == 16) {
-      // Not unrolled: the copies complete asynchronously, so nothing is gained by issuing them
-      // from straight-line code, and unrolled, the 64-bit addresses of all VT copies stayed live
-      // (mgpu_merge spilled at VT = 17 with 64 registers).
+  for (int r = 1; r < R; ++r)
+    if (j >= ends[r - 1]) p = src[r];
+  return p + j;
+}
+
+// With cp.async (only where async_copyable; complete after cp_async_wait).
+template <typename X, int R>
+__device__ __forceinline__ void ranges_to_shared_async(X* shared, const X* const (&src)[R],
+                                                       const int (&ends)[R], int tid) {
+  if constexpr (sizeof(X) == 4 || sizeof(X) == 8 || sizeof(X) == 16) {
+    // Not unrolled: the copies complete asynchronously, so nothing is gained by issuing them
+    // from straight-line code, and unrolled, the 64-bit addresses of all VT copies stayed live
+    // (mgpu_merge spilled at VT = 17 with 64 registers).
 #pragma unroll 1
-      for (int i = 0; i < MGPU_VT; ++i) {
-        int j = i * MGPU_NT + tid;
-        if (j < total) cp_async<sizeof(X)>(shared + j, source(j));
-      }
-    }
-  } else {
-#pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
       int j = i * MGPU_NT + tid;
-      if (j < total) shared[j] = *source(j);
+      if (j < ends[R - 1]) cp_async<sizeof(X)>(shared + j, range_source(src, ends, j));
     }
   }
 }
 
-// The four ranges of a four-way tile, as two pairs: one call with four ranges needed more
-// registers (u16 keys spilled in mgpu_merge4_pass at 64).
+// Through registers.
+template <typename X, int R>
+__device__ __forceinline__ void ranges_to_shared_sync(X* shared, const X* const (&src)[R],
+                                                      const int (&ends)[R], int tid) {
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int j = i * MGPU_NT + tid;
+    if (j < ends[R - 1]) shared[j] = *range_source(src, ends, j);
+  }
+}
+
+template <typename X, int R>
+__device__ __forceinline__ void ranges_to_shared(X* shared, const X* const (&src)[R],
+                                                 const int (&ends)[R], int tid) {
+  if (async_copyable(src))
+    ranges_to_shared_async(shared, src, ends, tid);
+  else
+    ranges_to_shared_sync(shared, src, ends, tid);
+}
+
+// The four ranges of a four-way tile, as two pairs: one pass over four ranges kept more registers
+// live (mgpu_merge4_pass spilled at 64 registers, for u16 keys through registers and for i32 keys
+// with cp.async).
 template <typename X>
 __device__ __forceinline__ void quad_to_shared(X* shared, const X* const (&src)[4],
                                                const int (&ends)[4], int tid) {
@@ -402,27 +434,49 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
   // Coarse: grid points x = j * NV in [lo, hi).
   u64 j_first = (lo + MGPU_NV - 1) / MGPU_NV, j_end = hi == 0 ? 0 : (hi - 1) / MGPU_NV + 1;
   j_end = max(j_end, j_first);
-  u64 j_lo = j_first, j_hi = j_end;
+  // The splits at the last grid point taken (s_true, t_true) and the first not taken.
+  u64 j_lo = j_first, j_hi = j_end, s_true = 0, t_true = 0, s_false = 0, t_false = 0;
   while (j_lo < j_hi) {
     u64 j = (j_lo + j_hi) / 2, x = j * MGPU_NV;
     u64 s = pair_split(pairs, g.r[0], na, nb, x);
     u64 t = pair_split(pairs, g.r[2], nc, nd, k - x);
     K ab = merged_at(a, na, b, nb, x, s, comp);
     K cd = merged_last(c, d, k - x, t, comp);
-    if (!comp(cd, ab))
+    if (!comp(cd, ab)) {
       j_lo = j + 1;
-    else
+      s_true = s;
+      t_true = t;
+    } else {
       j_hi = j;
+      s_false = s;
+      t_false = t;
+    }
   }
-  lo = j_lo > j_first ? (j_lo - 1) * MGPU_NV + 1 : lo;
-  hi = j_lo < j_end ? j_lo * MGPU_NV : hi;
+  bool has_true = j_lo > j_first, has_false = j_lo < j_end;
+  lo = has_true ? (j_lo - 1) * MGPU_NV + 1 : lo;
+  hi = has_false ? j_lo * MGPU_NV : hi;
   // Fine, in [lo, hi] (at most NV wide). Invariant: for every x in [lo, hi], s(x) (A's share of
   // AB's first x) lies in [s_lo, s_hi] and t(k - x) (C's share of CD's first k - x) in
-  // [t_lo, t_hi]. Anchors at the grid points below give the first bounds; each probe narrows them
-  // (s and t move by at most one per position).
-  u64 ga = lo / MGPU_NV * MGPU_NV, gc = (k - hi) / MGPU_NV * MGPU_NV;
-  u64 s_lo = pair_split(pairs, g.r[0], na, nb, ga), s_hi = s_lo + (hi - ga);
-  u64 t_lo = pair_split(pairs, g.r[2], nc, nd, gc), t_hi = t_lo + (k - lo - gc);
+  // [t_lo, t_hi]. The grid points on either side give the first bounds (s grows with x, t with
+  // k - x); where one is missing, the grid point just beyond the window stands in. Each probe
+  // narrows them.
+  u64 s_lo, s_hi, t_lo, t_hi;
+  if (has_true) {
+    s_lo = s_true;
+    t_hi = t_true;
+  } else {
+    u64 ga = lo / MGPU_NV * MGPU_NV;
+    s_lo = pair_split(pairs, g.r[0], na, nb, ga);
+    t_hi = k - ga >= ncd ? nc : pair_split(pairs, g.r[2], nc, nd, k - ga);  // k - ga >= k - lo
+  }
+  if (has_false) {
+    s_hi = s_false;
+    t_lo = t_false;
+  } else {
+    u64 gc = (k - hi) / MGPU_NV * MGPU_NV;
+    t_lo = pair_split(pairs, g.r[2], nc, nd, gc);
+    s_hi = k - gc >= nab ? na : pair_split(pairs, g.r[0], na, nb, k - gc);  // k - gc >= hi
+  }
   // s(x) and t(y), both searches at once.
   auto splits = [&](u64 x, u64 y, u64& s, u64& t) {
     s = max(s_lo, x > nb ? x - nb : 0);
