@@ -68,16 +68,29 @@ fn parse(args: &[String]) -> Result<Args, String> {
 
 /// Elements the bench fills with cheap pseudo-random values (never zeros).
 trait BenchElement: Element + Arithmetic {
+    /// A value for reduce and scan: integers small (in 0..1000), so that sums stay exact.
     fn from_bits(x: u64) -> Self;
+    /// A key for sort and merge: uniform over the type's whole range for integers (as the CUB
+    /// peer's keys are: the key distribution decides how merges split), like from_bits for
+    /// floats.
+    fn key_from_bits(x: u64) -> Self {
+        Self::from_bits(x)
+    }
 }
 impl BenchElement for i32 {
     fn from_bits(x: u64) -> Self {
         (x % 1000) as i32
     }
+    fn key_from_bits(x: u64) -> Self {
+        x as i32
+    }
 }
 impl BenchElement for i64 {
     fn from_bits(x: u64) -> Self {
         (x % 1000) as i64
+    }
+    fn key_from_bits(x: u64) -> Self {
+        x as i64
     }
 }
 impl BenchElement for u32 {
@@ -102,15 +115,21 @@ impl BenchElement for f64 {
 }
 
 fn random<T: BenchElement>(n: usize) -> Vec<T> {
+    xorshift(n).map(T::from_bits).collect()
+}
+
+fn random_keys<T: BenchElement>(n: usize) -> Vec<T> {
+    xorshift(n).map(T::key_from_bits).collect()
+}
+
+fn xorshift(n: usize) -> impl Iterator<Item = u64> {
     let mut s = 0x9e3779b97f4a7c15u64;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            T::from_bits(s)
-        })
-        .collect()
+    (0..n).map(move |_| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -263,7 +282,7 @@ fn bench_sort_type<T: BenchElement>(
     let mut rows = Vec::new();
     for log2 in a.sizes.clone() {
         let n = 1usize << log2;
-        let pristine = ctx.upload(&random::<T>(n)).map_err(err)?;
+        let pristine = ctx.upload(&random_keys::<T>(n)).map_err(err)?;
         let mut keys = ctx.zeros::<T>(n).map_err(err)?;
         let memcpy_ms = time(ctx, a.reps, || ctx.copy(&pristine, &mut keys))?;
         for &(variant, cub_algo, radix_algo) in variants {
@@ -289,8 +308,8 @@ fn bench_sort_type<T: BenchElement>(
                 }
                 _ => {
                     // Two sorted halves of n/2 keys each.
-                    let mut half_a = ctx.upload(&random::<T>(n / 2)).map_err(err)?;
-                    let mut half_b = ctx.upload(&random::<T>(n - n / 2)).map_err(err)?;
+                    let mut half_a = ctx.upload(&random_keys::<T>(n / 2)).map_err(err)?;
+                    let mut half_b = ctx.upload(&random_keys::<T>(n - n / 2)).map_err(err)?;
                     ctx.sort(&mut half_a, &comp).map_err(err)?;
                     ctx.sort(&mut half_b, &comp).map_err(err)?;
                     time(ctx, a.reps, || {

@@ -203,10 +203,12 @@ __device__ __forceinline__ void ranges_to_shared_async(X* shared, const X* const
     // Not unrolled: the copies complete asynchronously, so nothing is gained by issuing them
     // from straight-line code, and unrolled, the 64-bit addresses of all VT copies stayed live
     // (mgpu_merge spilled at VT = 17 with 64 registers).
+    // Stops at the end of the ranges: a four-way tile's pairs fill about half a tile each.
 #pragma unroll 1
     for (int i = 0; i < MGPU_VT; ++i) {
       int j = i * MGPU_NT + tid;
-      if (j < ends[R - 1]) cp_async<sizeof(X)>(shared + j, range_source(src, ends, j));
+      if (j >= ends[R - 1]) break;
+      cp_async<sizeof(X)>(shared + j, range_source(src, ends, j));
     }
   }
 }
