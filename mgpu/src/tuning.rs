@@ -196,6 +196,8 @@ const TABLE: &[Entry] = &[
     //        512x17x2 (15 passes) 16.42; 512x9x2 pairs 31.79; 512x11x1 pairs 35.44.
     //   i64: 256x11x1 | 256x7x1 29.95 | 60.95; 256x17x1 | 256x9x1 28.15 | 57.74;
     //        256x15x1 | 256x9x2 29.89 | 57.75.
+    // These sweeps ran with two-way passes and keys in 0..1000 (see BENCHMARKS.md); the four-way
+    // passes of the fourth session run with the same tunings, not re-swept.
     e(Family::SortKeys, 90, 4, 256, 17, 4),
     e(Family::SortKeys, 90, 8, 256, 17, 1),
     e(Family::SortPairs, 90, 8, 256, 17, 2),
