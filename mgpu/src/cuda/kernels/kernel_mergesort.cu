@@ -247,6 +247,21 @@ __device__ __forceinline__ void quad_to_shared(X* shared, const X* const (&src)[
   ranges_to_shared(shared + nab, cd, cd_ends, tid);
 }
 
+// After a merge in shared memory: the values follow their keys (gathered by source index; clamped,
+// as the indices of outputs past a partial tile's end may run past the storage), then the merged
+// tile goes back to shared memory in order.
+__device__ __forceinline__ void merged_to_shared(SortStorage& s, const K (&k)[MGPU_VT],
+                                                 V (&v)[MGPU_VT], const int (&from)[MGPU_VT],
+                                                 int total, int tid) {
+#if MGPU_VALUES
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];
+#endif
+  __syncthreads();
+  thread_to_shared(s, k, v, total, tid);
+  __syncthreads();
+}
+
 // Merges A = a_keys[a_begin, a_end) and B = b_keys[b_begin, b_end) (at most NV together) into
 // out[out_base ..].
 __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, const V* a_values,
@@ -285,13 +300,8 @@ __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, cons
   if (!async_v) ranges_to_shared(s.values, src_v, ends, tid);
   cp_async_wait_all();
   __syncthreads();
-  // Clamped: the indices of outputs past a partial tile's end may run past the storage.
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];
 #endif
-  __syncthreads();
-  thread_to_shared(s, k, v, total, tid);
-  __syncthreads();
+  merged_to_shared(s, k, v, from, total, tid);
   store_tile(s, keys_out, values_out, out_base, total, tid);
 }
 
@@ -573,24 +583,12 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   if (!async_v) quad_to_shared(s.values, src_v, ends, tid);
   cp_async_wait_all();
   __syncthreads();
-  // Clamped: the indices of outputs past a partial tile's end may run past the storage.
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];
 #endif
-  __syncthreads();
-  thread_to_shared(s, k, v, total, tid);
-  __syncthreads();
+  merged_to_shared(s, k, v, from, total, tid);
 
   // Second level: merge(A, B) = [0, nab) with merge(C, D) = [nab, total).
   split = merge_path(s.keys, nab, s.keys + nab, total - nab, diag, comp);
   serial_merge(s.keys, split, nab, nab + diag - split, total, k, from, comp);
-#if MGPU_VALUES
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];
-#endif
-  __syncthreads();
-  thread_to_shared(s, k, v, total, tid);
-  __syncthreads();
-  // The tile's start recomputed, not kept live through the merges (u16 keys spilled at 64 regs).
-  store_tile(s, keys_out, values_out, (u64)blockIdx.x * MGPU_NV, total, tid);
+  merged_to_shared(s, k, v, from, total, tid);
+  store_tile(s, keys_out, values_out, out_begin, total, tid);
 }
