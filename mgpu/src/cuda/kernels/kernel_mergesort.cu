@@ -224,27 +224,58 @@ __device__ __forceinline__ void ranges_to_shared_sync(X* shared, const X* const 
   }
 }
 
+// Four ranges (a four-way tile) go as two pairs: one pass over four ranges kept more registers
+// live (mgpu_merge4_pass spilled at 64 registers, for u16 keys through registers and for i32 keys
+// with cp.async).
 template <typename X, int R>
 __device__ __forceinline__ void ranges_to_shared(X* shared, const X* const (&src)[R],
                                                  const int (&ends)[R], int tid) {
-  if (async_copyable(src))
+  if constexpr (R == 4) {
+    int half = ends[1];
+    const X* first[2] = {src[0], src[1]};
+    const X* second[2] = {src[2] + half, src[3] + half};
+    const int first_ends[2] = {ends[0], half}, second_ends[2] = {ends[2] - half, ends[3] - half};
+    ranges_to_shared(shared, first, first_ends, tid);
+    ranges_to_shared(shared + half, second, second_ends, tid);
+  } else if (async_copyable(src)) {
     ranges_to_shared_async(shared, src, ends, tid);
-  else
+  } else {
     ranges_to_shared_sync(shared, src, ends, tid);
+  }
 }
 
-// The four ranges of a four-way tile, as two pairs: one pass over four ranges kept more registers
-// live (mgpu_merge4_pass spilled at 64 registers, for u16 keys through registers and for i32 keys
-// with cp.async).
-template <typename X>
-__device__ __forceinline__ void quad_to_shared(X* shared, const X* const (&src)[4],
-                                               const int (&ends)[4], int tid) {
-  int nab = ends[1];
-  const X* ab[2] = {src[0], src[1]};
-  const X* cd[2] = {src[2] + nab, src[3] + nab};
-  const int ab_ends[2] = {ends[0], nab}, cd_ends[2] = {ends[2] - nab, ends[3] - nab};
-  ranges_to_shared(shared, ab, ab_ends, tid);
-  ranges_to_shared(shared + nab, cd, cd_ends, tid);
+// A merge tile's ranges to shared memory, keys then values, with cp.async where it can (no
+// registers in flight, so the kernels stay small enough for high occupancy). Returns with the keys
+// in place for the whole CTA and whether the values are on their way: their copy overlaps the
+// keys' merge, and values_to_shared completes it.
+template <int R>
+__device__ __forceinline__ bool keys_to_shared(SortStorage& s, const K* const (&src_k)[R],
+                                               const V* const (&src_v)[R], const int (&ends)[R],
+                                               int tid) {
+  ranges_to_shared(s.keys, src_k, ends, tid);
+  cp_async_commit();
+#if MGPU_VALUES
+  bool async_v = async_copyable(src_v);
+  if (async_v) ranges_to_shared(s.values, src_v, ends, tid);
+  cp_async_commit();
+  cp_async_wait<1>();  // this thread's keys
+#else
+  bool async_v = false;
+  cp_async_wait_all();
+#endif
+  __syncthreads();
+  return async_v;
+}
+
+// The values after the keys' merge: waited for, or copied now where cp.async could not.
+template <int R>
+__device__ __forceinline__ void values_to_shared(SortStorage& s, const V* const (&src_v)[R],
+                                                 const int (&ends)[R], bool async_v, int tid) {
+#if MGPU_VALUES
+  if (!async_v) ranges_to_shared(s.values, src_v, ends, tid);
+  cp_async_wait_all();
+  __syncthreads();
+#endif
 }
 
 // After a merge in shared memory: the values follow their keys (gathered by source index; clamped,
@@ -274,33 +305,15 @@ __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, cons
   // A and B read as one range: element j comes from A below a_count, else from B.
   const int ends[2] = {a_count, total};
   const K* src_k[2] = {a_keys + a_begin, b_keys + b_begin - a_count};
-#if MGPU_VALUES
   const V* src_v[2] = {a_values + a_begin, b_values + b_begin - a_count};
-#endif
-  // Keys then values go straight to shared memory with cp.async (no registers in flight, so the
-  // kernel stays small enough for high occupancy); the values' copy overlaps the keys' merge.
-  ranges_to_shared(s.keys, src_k, ends, tid);
-  cp_async_commit();
-#if MGPU_VALUES
-  bool async_v = async_copyable(src_v);
-  if (async_v) ranges_to_shared(s.values, src_v, ends, tid);
-  cp_async_commit();
-  cp_async_wait<1>();  // this thread's keys
-#else
-  cp_async_wait_all();
-#endif
-  __syncthreads();
+  bool async_v = keys_to_shared(s, src_k, src_v, ends, tid);
   K k[MGPU_VT];
   V v[MGPU_VT];
   int diag = min(tid * MGPU_VT, total);
   int a = merge_path(s.keys, a_count, s.keys + a_count, b_count, diag, comp);
   int from[MGPU_VT];
   serial_merge(s.keys, a, a_count, a_count + diag - a, total, k, from, comp);
-#if MGPU_VALUES
-  if (!async_v) ranges_to_shared(s.values, src_v, ends, tid);
-  cp_async_wait_all();
-  __syncthreads();
-#endif
+  values_to_shared(s, src_v, ends, async_v, tid);
   merged_to_shared(s, k, v, from, total, tid);
   store_tile(s, keys_out, values_out, out_base, total, tid);
 }
@@ -386,39 +399,6 @@ __device__ __forceinline__ u64 pair_split(const u64* pairs, u64 start, u64 n1, u
   return diag == n1 + n2 ? n1 : pairs[(start + diag) / MGPU_NV] - start;
 }
 
-// Two bounded merge path searches (merge_path_within) in lockstep: each step has the loads of
-// both in flight together. Returns the answers in begin1 and begin2.
-__device__ __forceinline__ void merge_path_within2(const K* a1, const K* b1, u64 diag1,
-                                                   u64& begin1, u64 end1, const K* a2,
-                                                   const K* b2, u64 diag2, u64& begin2, u64 end2,
-                                                   Comp comp) {
-  while (begin1 < end1 || begin2 < end2) {
-    bool go1 = begin1 < end1, go2 = begin2 < end2;
-    u64 mid1 = (begin1 + end1) / 2, mid2 = (begin2 + end2) / 2;
-    K x1, y1, x2, y2;
-    if (go1) {
-      x1 = b1[diag1 - 1 - mid1];
-      y1 = a1[mid1];
-    }
-    if (go2) {
-      x2 = b2[diag2 - 1 - mid2];
-      y2 = a2[mid2];
-    }
-    if (go1) {
-      if (!comp(x1, y1))
-        begin1 = mid1 + 1;
-      else
-        end1 = mid1;
-    }
-    if (go2) {
-      if (!comp(x2, y2))
-        begin2 = mid2 + 1;
-      else
-        end2 = mid2;
-    }
-  }
-}
-
 // Four-way split of every output tile boundary: quads[4 i + r] = where run r stands at output
 // i * NV. `pairs` holds the two-way partitions of the same width (mgpu_merge_partition), which
 // split merge(A, B) and merge(C, D) at every multiple of NV. The boundary's split x between
@@ -489,12 +469,10 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
     t_lo = pair_split(pairs, g.r[2], nc, nd, gc);
     s_hi = k - gc >= nab ? na : pair_split(pairs, g.r[0], na, nb, k - gc);  // k - gc >= hi
   }
-  // s(x) and t(y), both searches at once.
+  // s(x) and t(y) by merge path searches within the bounds.
   auto splits = [&](u64 x, u64 y, u64& s, u64& t) {
-    s = max(s_lo, x > nb ? x - nb : 0);
-    t = max(t_lo, y > nd ? y - nd : 0);
-    merge_path_within2(a, b, x, s, min(s_hi, min(x, na)), c, d, y, t, min(t_hi, min(y, nc)),
-                       comp);
+    s = merge_path_within(a, b, x, max(s_lo, x > nb ? x - nb : 0), min(s_hi, min(x, na)), comp);
+    t = merge_path_within(c, d, y, max(t_lo, y > nd ? y - nd : 0), min(t_hi, min(y, nc)), comp);
   };
   u64 s, t;
   while (lo < hi) {
@@ -544,29 +522,15 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     ends[r] = (r ? ends[r - 1] : 0) + (int)(end - begin[r]);
   }
   const K* src_k[4];
-#if MGPU_VALUES
   const V* src_v[4];
-#endif
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     int offset = r ? ends[r - 1] : 0;
     src_k[r] = keys_in + begin[r] - offset;
-#if MGPU_VALUES
     src_v[r] = values_in + begin[r] - offset;
-#endif
   }
   int na = ends[0], nab = ends[1], nabc = ends[2], total = ends[3];
-  quad_to_shared(s.keys, src_k, ends, tid);
-  cp_async_commit();
-#if MGPU_VALUES
-  bool async_v = async_copyable(src_v);
-  if (async_v) quad_to_shared(s.values, src_v, ends, tid);
-  cp_async_commit();
-  cp_async_wait<1>();  // this thread's keys
-#else
-  cp_async_wait_all();
-#endif
-  __syncthreads();
+  bool async_v = keys_to_shared(s, src_k, src_v, ends, tid);
 
   // First level: outputs [0, nab) merge A and B, outputs [nab, total) merge C and D.
   K k[MGPU_VT];
@@ -579,11 +543,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   int split = merge_path(s.keys + base, mid - base, s.keys + mid, end - mid, d, comp);
   serial_merge(s.keys, base + split, mid, mid + d - split, end, k, from, comp,
                in_ab ? nab - diag : MGPU_VT, nab, nabc, total);
-#if MGPU_VALUES
-  if (!async_v) quad_to_shared(s.values, src_v, ends, tid);
-  cp_async_wait_all();
-  __syncthreads();
-#endif
+  values_to_shared(s, src_v, ends, async_v, tid);
   merged_to_shared(s, k, v, from, total, tid);
 
   // Second level: merge(A, B) = [0, nab) with merge(C, D) = [nab, total).
