@@ -101,13 +101,32 @@ impl Family {
     }
 }
 
-/// Element size classes: tunings differ mainly by bytes per element.
-fn size_class(elem_size: usize) -> u32 {
+/// Element size classes, most specific first: tunings differ mainly by bytes per element. Elements
+/// of 1 or 2 bytes have a class of their own where an entry needs it (sub-word keys go through
+/// registers and need more of them), else they take the 4-byte class's.
+fn size_classes(elem_size: usize) -> &'static [u32] {
     match elem_size {
-        0..=4 => 4,
-        5..=8 => 8,
-        _ => 16,
+        0..=2 => &[2, 4],
+        3..=4 => &[4],
+        5..=8 => &[8],
+        _ => &[16],
     }
+}
+
+/// The newest entry for `arch` or older in the most specific size class that has one.
+fn best_entry<'a>(
+    entries: impl Iterator<Item = &'a Entry> + Clone,
+    family: Family,
+    arch: u32,
+    elem_size: usize,
+) -> Option<Tuning> {
+    size_classes(elem_size).iter().find_map(|&class| {
+        entries
+            .clone()
+            .filter(|x| x.family == family && x.size_class == class && x.arch <= arch)
+            .max_by_key(|x| x.arch)
+            .map(|x| x.tuning)
+    })
 }
 
 /// Bytes per element that a family's tile holds for keys of `key_size` and values of `value_size`.
@@ -196,30 +215,38 @@ const TABLE: &[Entry] = &[
     //        512x17x2 (15 passes) 16.42; 512x9x2 pairs 31.79; 512x11x1 pairs 35.44.
     //   i64: 256x11x1 | 256x7x1 29.95 | 60.95; 256x17x1 | 256x9x1 28.15 | 57.74;
     //        256x15x1 | 256x9x2 29.89 | 57.75.
-    // These sweeps ran with two-way passes and keys in 0..1000 (see BENCHMARKS.md); the four-way
-    // passes of the fourth session run with the same tunings, not re-swept.
-    e(Family::SortKeys, 90, 4, 256, 17, 4),
-    e(Family::SortKeys, 90, 8, 256, 17, 1),
+    // These sweeps ran with two-way passes and keys in 0..1000 (see BENCHMARKS.md).
+    // Fifth sweep (fifth session, 2026-11-22): four-way passes, full-range keys, and a serial merge
+    // without index clamps. ncu showed the four-way pass latency bound at 50% occupancy (DRAM at
+    // 58%, issue slots half idle), so occupancy first. Each candidate compiled without spills for
+    // every type of its class (kernels_compile); `mgpu bench sort --sizes 28 --no-peer` with
+    // MGPU_TUNING, ms at 2^28:
+    //   i32 keys: 256x17x4 13.41 | 256x17x6 12.40 | 256x17x8 12.23 | 256x15x8 12.97
+    //             512x17x4 11.73 | 512x17x3 12.46 | 512x21x3 11.73 | 256x21x6 11.63
+    //             (256x21x7, 256x23x6, 256x19x6 spill for i32 or f32); f32 keys: 256x21x6
+    //             13.89 | 512x21x3 14.06 | 512x17x3 14.67.
+    //   i32 pairs: 256x17x2 22.27 | 256x21x2 21.56; f32 pairs: 24.75 | 25.60. 256x17x2 kept:
+    //             256x21x2 spills (128 registers) for i8 and u16 keys with values.
+    //   i64 keys: 256x17x1 23.42 (83 registers: 3 CTAs/SM) | 256x17x2 23.42 | 256x17x3 20.83
+    //             (256x17x4 and 256x21x3 spill).
+    //   i64 pairs: 256x9x1 41.97 | 256x9x2 41.97 | 256x9x3 38.86 (256x9x4, 256x11x3 spill).
+    //   i8 and u16 keys spill at 256x17x6 and above (sub-word keys go through registers), hence
+    //   their own class at 256x17x4.
+    e(Family::SortKeys, 90, 2, 256, 17, 4),
+    e(Family::SortKeys, 90, 4, 256, 21, 6),
+    e(Family::SortKeys, 90, 8, 256, 17, 3),
     e(Family::SortPairs, 90, 8, 256, 17, 2),
-    e(Family::SortPairs, 90, 16, 256, 9, 1),
+    e(Family::SortPairs, 90, 16, 256, 9, 3),
 ];
 
 /// The tuning for a family on an architecture (`major * 10 + minor`, e.g. 90) and element size:
 /// a `MGPU_TUNING` file entry if one matches, else the table with inheritance from older
 /// architectures. Too-large tiles for big elements are shrunk (VT lowered, kept odd) to fit.
 pub fn lookup(family: Family, arch: u32, elem_size: usize) -> Result<Tuning> {
-    let class = size_class(elem_size);
-    let from_file = file_entries()?
-        .into_iter()
-        .filter(|x| x.family == family && x.size_class == class && x.arch <= arch)
-        .max_by_key(|x| x.arch)
-        .map(|x| x.tuning);
-    let from_table = TABLE
-        .iter()
-        .filter(|x| x.family == family && x.size_class == class && x.arch <= arch)
-        .max_by_key(|x| x.arch)
-        .map(|x| x.tuning)
-        .unwrap_or(Tuning::new(128, 7, 4));
+    let file = file_entries()?;
+    let from_file = best_entry(file.iter(), family, arch, elem_size);
+    let from_table =
+        best_entry(TABLE.iter(), family, arch, elem_size).unwrap_or(Tuning::new(128, 7, 4));
     let mut t = from_file.unwrap_or(from_table);
     while t.vt > 1 && t.nv() * elem_size > MAX_TILE_BYTES {
         t.vt = if t.vt > 2 { (t.vt - 2) | 1 } else { 1 };
@@ -310,6 +337,28 @@ mod tests {
         assert_eq!(
             lookup(Family::Reduce, 90, 4).unwrap(),
             lookup(Family::Reduce, 70, 4).unwrap()
+        );
+    }
+
+    #[test]
+    fn narrow_elements_fall_back_to_the_four_byte_class() {
+        // Sub-word sort keys have an sm_90 entry of their own...
+        assert_eq!(
+            lookup(Family::SortKeys, 90, 2).unwrap(),
+            Tuning::new(256, 17, 4)
+        );
+        assert_ne!(
+            lookup(Family::SortKeys, 90, 1).unwrap(),
+            lookup(Family::SortKeys, 90, 4).unwrap()
+        );
+        // ...but not on older parts, nor for the other families: there they take the 4-byte class's.
+        assert_eq!(
+            lookup(Family::SortKeys, 80, 2).unwrap(),
+            lookup(Family::SortKeys, 80, 4).unwrap()
+        );
+        assert_eq!(
+            lookup(Family::Scan, 90, 1).unwrap(),
+            lookup(Family::Scan, 90, 4).unwrap()
         );
     }
 

@@ -2,6 +2,15 @@
 // of a thread's VT keys. Stable throughout: on ties, A's element (the earlier one) goes first.
 // Needs K (key), V (value), Comp (strict weak order) and MGPU_VALUES (0 keys, 1 pairs, 2 indices).
 
+// Shared-memory slots of a merge tile: NV elements, and VT more that a serial merge may read past
+// the end of its runs (see serial_merge), so that no index needs clamping.
+#define MGPU_SLOTS (MGPU_NV + MGPU_VT)
+
+// The two runs a thread merges: keys[a_begin, a_end) and keys[b_begin, b_end).
+struct MergeRuns {
+  int a_begin, a_end, b_begin, b_end;
+};
+
 // merge_path where the answer is known to lie in [begin, end] (a subrange of the full one:
 // begin >= diag - b_count, end <= min(diag, a_count)).
 template <typename Index>
@@ -28,42 +37,40 @@ __device__ __forceinline__ Index merge_path(const K* a, Index a_count, const K* 
   return merge_path_within(a, b, diag, begin, end, comp);
 }
 
-// Merges VT outputs from keys[a_begin, a_end) and keys[b_begin, b_end) (shared memory) into
-// registers; `from[i]` is the shared-memory index each output came from. Every step does exactly
-// one shared load, at the index the comparison chose, so a warp never splits over which run
-// advances (two predicated loads per step cost twice the shared-memory issue). The load may read
-// one past the end of a run (past both, for outputs beyond a partial tile's end), so `keys` must
-// be readable up to index NV: the storage has NV + 1 slots.
+// Merges VT outputs of the runs `r` (in shared memory) into registers; `from[i]` is the
+// shared-memory index each output came from. Every step does exactly one shared load, at the index
+// the comparison chose, so a warp never splits over which run advances (two predicated loads per
+// step cost twice the shared-memory issue). The load may read past the end of a run: one past B's
+// end at most (B advances only while it has keys), and up to VT past A's end (A advances once both
+// runs are spent, for outputs beyond a partial tile's end). Runs end at NV at most, so the reads
+// stay within MGPU_SLOTS without clamping the index (a clamp lengthened every step's dependency
+// chain, which is what bounds the merge passes).
 // Two merges side by side (the first level of a four-way merge): from output `next_at` on, the
-// thread merges the runs keys[next_begin, next_mid) and keys[next_mid, next_end) from their starts.
-__device__ __forceinline__ void serial_merge(const K* keys, int a_begin, int a_end, int b_begin,
-                                             int b_end, K (&out)[MGPU_VT], int (&from)[MGPU_VT],
-                                             Comp comp, int next_at = MGPU_VT, int next_begin = 0,
-                                             int next_mid = 0, int next_end = 0) {
-  K a_key = keys[min(a_begin, MGPU_NV)];
-  K b_key = keys[min(b_begin, MGPU_NV)];
+// thread merges the runs `next` from their starts.
+__device__ __forceinline__ void serial_merge(const K* keys, MergeRuns r, K (&out)[MGPU_VT],
+                                             int (&from)[MGPU_VT], Comp comp,
+                                             int next_at = MGPU_VT, MergeRuns next = {}) {
+  K a_key = keys[r.a_begin];
+  K b_key = keys[r.b_begin];
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     if (i == next_at) {
-      a_begin = next_begin;
-      a_end = next_mid;
-      b_begin = next_mid;
-      b_end = next_end;
-      a_key = keys[min(a_begin, MGPU_NV)];
-      b_key = keys[min(b_begin, MGPU_NV)];
+      r = next;
+      a_key = keys[r.a_begin];
+      b_key = keys[r.b_begin];
     }
-    bool take_a = b_begin >= b_end || (a_begin < a_end && !comp(b_key, a_key));
+    bool take_a = r.b_begin >= r.b_end || (r.a_begin < r.a_end && !comp(b_key, a_key));
     out[i] = take_a ? a_key : b_key;
-    from[i] = take_a ? a_begin : b_begin;
+    from[i] = take_a ? r.a_begin : r.b_begin;
     if (take_a)
-      ++a_begin;
+      ++r.a_begin;
     else
-      ++b_begin;
-    K next = keys[min(take_a ? a_begin : b_begin, MGPU_NV)];
+      ++r.b_begin;
+    K next_key = keys[take_a ? r.a_begin : r.b_begin];
     if (take_a)
-      a_key = next;
+      a_key = next_key;
     else
-      b_key = next;
+      b_key = next_key;
   }
 }
 

@@ -6,9 +6,9 @@
 //   mgpu_merge           merge of two separate sorted sequences, one output tile per CTA.
 
 struct SortStorage {
-  __align__(16) K keys[MGPU_NV + 1];
+  __align__(16) K keys[MGPU_SLOTS];
 #if MGPU_VALUES
-  __align__(16) V values[MGPU_NV + 1];
+  __align__(16) V values[MGPU_SLOTS];
 #endif
 };
 
@@ -112,12 +112,12 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     int diag = min((tid - first) * MGPU_VT, total);
     int a = merge_path(s.keys + start, a_count, s.keys + start + a_count, b_count, diag, comp);
     int from[MGPU_VT];
-    serial_merge(s.keys, start + a, start + a_count, start + a_count + diag - a, start + total, k,
+    serial_merge(s.keys, {start + a, start + a_count, start + a_count + diag - a, start + total}, k,
                  from, comp);
 #if MGPU_VALUES
-    // Clamped: the indices of outputs past a partial tile's end may run past the storage.
+    // By source index (outputs past a partial tile's end gather slots past it: never stored).
 #pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];
+    for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[from[i]];
 #endif
     __syncthreads();
     // Outputs beyond the group's total are not written (the tail of a partial tile).
@@ -278,15 +278,14 @@ __device__ __forceinline__ void values_to_shared(SortStorage& s, const V* const 
 #endif
 }
 
-// After a merge in shared memory: the values follow their keys (gathered by source index; clamped,
-// as the indices of outputs past a partial tile's end may run past the storage), then the merged
-// tile goes back to shared memory in order.
+// After a merge in shared memory: the values follow their keys (gathered by source index), then
+// the merged tile goes back to shared memory in order.
 __device__ __forceinline__ void merged_to_shared(SortStorage& s, const K (&k)[MGPU_VT],
                                                  V (&v)[MGPU_VT], const int (&from)[MGPU_VT],
                                                  int total, int tid) {
 #if MGPU_VALUES
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[min(from[i], MGPU_NV)];
+  for (int i = 0; i < MGPU_VT; ++i) v[i] = s.values[from[i]];
 #endif
   __syncthreads();
   thread_to_shared(s, k, v, total, tid);
@@ -312,7 +311,7 @@ __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, cons
   int diag = min(tid * MGPU_VT, total);
   int a = merge_path(s.keys, a_count, s.keys + a_count, b_count, diag, comp);
   int from[MGPU_VT];
-  serial_merge(s.keys, a, a_count, a_count + diag - a, total, k, from, comp);
+  serial_merge(s.keys, {a, a_count, a_count + diag - a, total}, k, from, comp);
   values_to_shared(s, src_v, ends, async_v, tid);
   merged_to_shared(s, k, v, from, total, tid);
   store_tile(s, keys_out, values_out, out_base, total, tid);
@@ -541,14 +540,20 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   int base = in_ab ? 0 : nab, mid = in_ab ? na : nabc, end = in_ab ? nab : total;
   int d = diag - base;
   int split = merge_path(s.keys + base, mid - base, s.keys + mid, end - mid, d, comp);
-  serial_merge(s.keys, base + split, mid, mid + d - split, end, k, from, comp,
-               in_ab ? nab - diag : MGPU_VT, nab, nabc, total);
+  MergeRuns runs = {base + split, mid, mid + d - split, end};
+  if (in_ab && diag + MGPU_VT > nab) {
+    // The one thread whose outputs straddle the two merges, in a branch of its own: in the common
+    // loop, the run switch cost every step of every thread.
+    serial_merge(s.keys, runs, k, from, comp, nab - diag, {nab, nabc, nabc, total});
+  } else {
+    serial_merge(s.keys, runs, k, from, comp);
+  }
   values_to_shared(s, src_v, ends, async_v, tid);
   merged_to_shared(s, k, v, from, total, tid);
 
   // Second level: merge(A, B) = [0, nab) with merge(C, D) = [nab, total).
   split = merge_path(s.keys, nab, s.keys + nab, total - nab, diag, comp);
-  serial_merge(s.keys, split, nab, nab + diag - split, total, k, from, comp);
+  serial_merge(s.keys, {split, nab, nab + diag - split, total}, k, from, comp);
   merged_to_shared(s, k, v, from, total, tid);
   store_tile(s, keys_out, values_out, out_begin, total, tid);
 }
