@@ -232,8 +232,11 @@ const TABLE: &[Entry] = &[
     //   i64 pairs: 256x9x1 41.97 | 256x9x2 41.97 | 256x9x3 38.86 (256x9x4, 256x11x3 spill).
     //   i8 and u16 keys spill at 256x17x6 and above (sub-word keys go through registers), hence
     //   their own class at 256x17x4.
+    //   The faster 4-byte candidates (256x21x6, 512x21x3, 512x17x4, 256x17x8) spill 4-20 bytes in
+    //   mgpu_merge4_pass or mgpu_blocksort for i32 or f32 keys with NVRTC 13.0, the GPU machine's
+    //   compiler (NVRTC 13.5 compiled 256x21x6 clean), so 256x17x6, clean with both, is the entry.
     e(Family::SortKeys, 90, 2, 256, 17, 4),
-    e(Family::SortKeys, 90, 4, 256, 21, 6),
+    e(Family::SortKeys, 90, 4, 256, 17, 6),
     e(Family::SortKeys, 90, 8, 256, 17, 3),
     e(Family::SortPairs, 90, 8, 256, 17, 2),
     e(Family::SortPairs, 90, 16, 256, 9, 3),
