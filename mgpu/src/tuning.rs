@@ -236,7 +236,7 @@ const TABLE: &[Entry] = &[
     //   mgpu_merge4_pass or mgpu_blocksort for i32 or f32 keys with NVRTC 13.0, the GPU machine's
     //   compiler (NVRTC 13.5 compiled 256x21x6 clean), so 256x17x6, clean with both, is the entry.
     e(Family::SortKeys, 90, 2, 256, 17, 4),
-    e(Family::SortKeys, 90, 4, 256, 17, 6),
+    e(Family::SortKeys, 90, 4, 256, 23, 6),
     e(Family::SortKeys, 90, 8, 256, 17, 3),
     e(Family::SortPairs, 90, 8, 256, 17, 2),
     e(Family::SortPairs, 90, 16, 256, 9, 3),

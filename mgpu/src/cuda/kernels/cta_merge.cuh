@@ -75,14 +75,26 @@ __device__ __forceinline__ void serial_merge(const K* keys, MergeRuns r, K (&out
 }
 
 // Odd-even transposition sort of the first `valid` of a thread's VT keys (and values), fully
-// unrolled: every register index is a compile-time constant.
+// unrolled: every register index is a compile-time constant. Slots past `valid` (a partial tile's
+// last thread) first take copies of the largest valid key: they sort after every valid key (the
+// sort is stable and they come last), so the network itself needs no per-swap bound check (that
+// check kept a predicate per swap live and made the f32 blocksort spill at VT = 21).
 __device__ __forceinline__ void thread_sort(K (&k)[MGPU_VT], V (&v)[MGPU_VT], int valid,
                                             Comp comp) {
+  if (valid < MGPU_VT) {
+    K largest = k[0];
+#pragma unroll
+    for (int i = 1; i < MGPU_VT; ++i)
+      if (i < valid && comp(largest, k[i])) largest = k[i];
+#pragma unroll
+    for (int i = 1; i < MGPU_VT; ++i)
+      if (i >= valid) k[i] = largest;
+  }
 #pragma unroll
   for (int pass = 0; pass < MGPU_VT; ++pass) {
 #pragma unroll
     for (int i = pass & 1; i + 1 < MGPU_VT; i += 2) {
-      if (i + 1 < valid && comp(k[i + 1], k[i])) {
+      if (comp(k[i + 1], k[i])) {
         K tk = k[i];
         k[i] = k[i + 1];
         k[i + 1] = tk;
