@@ -232,9 +232,19 @@ const TABLE: &[Entry] = &[
     //   i64 pairs: 256x9x1 41.97 | 256x9x2 41.97 | 256x9x3 38.86 (256x9x4, 256x11x3 spill).
     //   i8 and u16 keys spill at 256x17x6 and above (sub-word keys go through registers), hence
     //   their own class at 256x17x4.
-    //   The faster 4-byte candidates (256x21x6, 512x21x3, 512x17x4, 256x17x8) spill 4-20 bytes in
-    //   mgpu_merge4_pass or mgpu_blocksort for i32 or f32 keys with NVRTC 13.0, the GPU machine's
-    //   compiler (NVRTC 13.5 compiled 256x21x6 clean), so 256x17x6, clean with both, is the entry.
+    //   The faster 4-byte candidates (256x21x6, 512x21x3, 512x17x4, 256x17x8) spilled 4-20 bytes
+    //   in mgpu_merge4_pass or mgpu_blocksort for i32 or f32 keys with NVRTC 13.0, the GPU
+    //   machine's compiler (NVRTC 13.5 compiled 256x21x6 clean), so 256x17x6 was the entry.
+    // Sixth sweep (sixth session, 2026-11-22): the spills were in code that never runs for i32 (the
+    // register copy for misaligned keys) and in thread_sort's per-swap bound checks; without them,
+    // 4-byte keys compile clean with both compilers up to VT 23 at 6 CTAs/SM. Same command, ms:
+    //   i32 | f32 keys: 256x17x6 12.18 | 14.88; 256x19x6 11.60 | 14.26; 256x21x6 11.34 | 14.08;
+    //                   256x23x6 11.26 | 13.57; 512x21x3 11.33 | 13.95; 128x21x12 13.28 | 15.90
+    //                   (256x25x6 spills for i32 with NVRTC 13.5; 512x23x3 is over
+    //                   MAX_TILE_BYTES).
+    //   i32 | f32 pairs: 256x17x2 19.77 | 22.08; 256x21x2 21.34 | 21.83 (256x23x2 is over
+    //                    MAX_TILE_BYTES).
+    //   `mgpu bench sort --sizes 28` with 256x23x6: i32 keys 11.20 ms, 1.313x CUB SortKeys.
     e(Family::SortKeys, 90, 2, 256, 17, 4),
     e(Family::SortKeys, 90, 4, 256, 23, 6),
     e(Family::SortKeys, 90, 8, 256, 17, 3),
