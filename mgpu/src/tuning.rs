@@ -186,7 +186,14 @@ const TABLE: &[Entry] = &[
     //   256x39x3 0.871 | 64x63x12 0.864. i64: 128x23x2 1.868 | 128x23x8 1.878 | 128x31x6 1.861 |
     //   128x19x10 1.936 | 256x15x4 2.129. Occupancy no longer matters (9 to 13 CTAs/SM within
     //   2%); OCC 4 kept, as 10 and 11 spill in the reduce-then-scan kernels for i8.
-    e(Family::Scan, 90, 4, 128, 39, 4),
+    // Sixth session: Nsight Compute put the look-back kernel at 837-841 us with 56 registers
+    // (9 CTAs/SM, 55% warps active) against 810 us for the same tile at 40 registers and 11
+    // CTAs/SM (shared memory's limit) in experiments/propagator_scan.cu. OCC 11 for 4-byte
+    // elements (40 registers, clean with NVRTC 13.0 and 13.5), 1- and 2-byte ones keep OCC 4 in a
+    // class of their own: `mgpu bench scan --sizes 20..28 --types i32,f32`, i32 at 2^28 0.8658 ->
+    // 0.8302-0.8329 ms (0.829x -> 0.864x memcpy; 1.034x -> 1.062-1.065x CUB), f32 0.831-0.842 ms.
+    e(Family::Scan, 90, 2, 128, 39, 4),
+    e(Family::Scan, 90, 4, 128, 39, 11),
     e(Family::Scan, 90, 8, 128, 23, 2),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench sort --sizes 26 --no-peer --reps 5` with
     // MGPU_TUNING (ms at 2^26; keys | pairs with values of the key's type):
@@ -364,14 +371,14 @@ mod tests {
             lookup(Family::SortKeys, 90, 1).unwrap(),
             lookup(Family::SortKeys, 90, 4).unwrap()
         );
-        // ...but not on older parts, nor for the other families: there they take the 4-byte class's.
+        // ...but not on older parts, nor for reduce: there they take the 4-byte class's.
         assert_eq!(
             lookup(Family::SortKeys, 80, 2).unwrap(),
             lookup(Family::SortKeys, 80, 4).unwrap()
         );
         assert_eq!(
-            lookup(Family::Scan, 90, 1).unwrap(),
-            lookup(Family::Scan, 90, 4).unwrap()
+            lookup(Family::Reduce, 90, 1).unwrap(),
+            lookup(Family::Reduce, 90, 4).unwrap()
         );
     }
 
