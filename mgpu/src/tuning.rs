@@ -192,9 +192,13 @@ const TABLE: &[Entry] = &[
     // elements (40 registers, clean with NVRTC 13.0 and 13.5), 1- and 2-byte ones keep OCC 4 in a
     // class of their own: `mgpu bench scan --sizes 20..28 --types i32,f32`, i32 at 2^28 0.8658 ->
     // 0.8302-0.8329 ms (0.829x -> 0.864x memcpy; 1.034x -> 1.062-1.065x CUB), f32 0.831-0.842 ms.
+    // Seventh session: the look-back kernel became persistent (a CTA per resident slot, looping
+    // over tiles), whose loop took 8-byte elements at OCC 2 from 56 to 90-98 registers (5 CTAs/SM
+    // instead of 8): i64 at 2^28 1.87 -> 2.02 ms. OCC 9 (shared memory's limit at 128x23) holds
+    // them to 56 registers, clean with NVRTC 13.0 and 13.5: 1.88-1.89 ms.
     e(Family::Scan, 90, 2, 128, 39, 4),
     e(Family::Scan, 90, 4, 128, 39, 11),
-    e(Family::Scan, 90, 8, 128, 23, 2),
+    e(Family::Scan, 90, 8, 128, 23, 9),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench sort --sizes 26 --no-peer --reps 5` with
     // MGPU_TUNING (ms at 2^26; keys | pairs with values of the key's type):
     //   i32 keys: 128x23x2 6.26 | 128x15x4 5.95 | 256x15x2 5.81 | 256x11x2 5.47 | 128x31x2 7.45

@@ -188,6 +188,70 @@ fn lookback_stress() {
     }
 }
 
+/// The look-back's status words and ticket counter live on between scans (each launch has its own
+/// epoch): scans of shrinking and growing sizes and of 1-, 4-, 8- and 16-byte elements, one after
+/// another on one context, must never read another launch's status.
+#[test]
+fn lookback_state_carries_over_between_scans() {
+    use rand::Rng;
+    let Some(ctx) = gpu() else { return };
+    let mut r = rng();
+    fn one<T: TestElement>(ctx: &Context, op: &Op<T>, data: &[T], round: usize) {
+        let input = ctx.upload(data).unwrap();
+        let mut out = ctx.upload(&vec![T::poison(); data.len()]).unwrap();
+        let total = ctx
+            .scan_with(&input, &mut out, op, ScanOptions::exclusive(), Total::Host)
+            .unwrap()
+            .unwrap();
+        let (expect, expect_total) = serial(data, op, ScanKind::Exclusive);
+        same(&out.to_vec().unwrap(), &expect)
+            .unwrap_or_else(|e| panic!("round {round} n={}: {e}", data.len()));
+        same(&[total], &[expect_total]).unwrap();
+    }
+    for round in 0..40 {
+        // From a few tiles to a few thousand, in random order: later scans reuse words that
+        // earlier, larger scans left behind.
+        let n = r.random_range(2..4000) * r.random_range(1..600);
+        match round % 4 {
+            0 => one(&ctx, &Op::plus(), &random_vec::<u32>(&mut r, n), round),
+            1 => one(&ctx, &Op::plus(), &random_vec::<u64>(&mut r, n), round),
+            2 => one(&ctx, &Op::maximum(), &random_vec::<u8>(&mut r, n), round),
+            _ => one(
+                &ctx,
+                &affine_op(),
+                &random_vec::<Affine>(&mut r, n / 4 + 2),
+                round,
+            ),
+        }
+    }
+}
+
+/// Scans queued from several host threads on clones of one context share its look-back state.
+#[test]
+fn concurrent_scans_on_one_context() {
+    let Some(ctx) = gpu() else { return };
+    let mut r = rng();
+    let inputs: Vec<Vec<u32>> = (0..4)
+        .map(|i| random_vec(&mut r, (1 << 20) + 1000 * i))
+        .collect();
+    std::thread::scope(|s| {
+        for data in &inputs {
+            let ctx = ctx.clone();
+            s.spawn(move || {
+                let expect = serial(data, &Op::plus(), ScanKind::Inclusive).0;
+                let input = ctx.upload(data).unwrap();
+                for run in 0..10 {
+                    let mut out = ctx.upload(&vec![u32::poison(); data.len()]).unwrap();
+                    ctx.scan(&input, &mut out, &Op::plus(), ScanOptions::inclusive())
+                        .unwrap();
+                    same(&out.to_vec().unwrap(), &expect)
+                        .unwrap_or_else(|e| panic!("run {run} n={}: {e}", data.len()));
+                }
+            });
+        }
+    });
+}
+
 /// Reduce-then-scan groups operations by size and device only: bitwise equal floats across runs.
 #[test]
 fn deterministic_scan_is_run_to_run_identical() {

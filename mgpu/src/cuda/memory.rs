@@ -13,20 +13,43 @@ pub(crate) struct DeviceMem {
     pub gpu: Arc<Gpu>,
 }
 
+impl Gpu {
+    /// `bytes` (> 0) of uninitialized stream-ordered memory, only to be used on this GPU's stream.
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(driver("binding the context"))?;
+        // SAFETY: the stream is live; the memory is only used on this stream (all work of a
+        // Context is queued on its one stream).
+        unsafe { result::malloc_async(self.stream.cu_stream(), bytes) }
+            .map_err(driver("allocating device memory (out of memory?)"))
+    }
+
+    /// Frees memory from `alloc` after the work queued before on the stream (0: nothing to do).
+    pub(crate) fn free(&self, ptr: sys::CUdeviceptr) {
+        if ptr != 0 {
+            // SAFETY: the pointer came from malloc_async (or a leaked cudarc slice) in this context
+            // and its owner frees it once, after all work queued before on the stream.
+            let _ = unsafe { result::free_async(ptr, self.stream.cu_stream()) };
+        }
+    }
+
+    /// Zeroes `bytes` at `ptr`, which must lie inside one live allocation of this context.
+    pub(crate) fn memset_zero(&self, ptr: sys::CUdeviceptr, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the callers pass a range inside a live allocation (checked by DeviceMem, or the
+        // look-back scratch's own allocation of at least `bytes`).
+        unsafe { result::memset_d8_async(ptr, 0, bytes, self.stream.cu_stream()) }
+            .map_err(driver("memset"))
+    }
+}
+
 impl DeviceMem {
     /// Uninitialized memory; callers write it before any read (temporaries) or zero it.
     pub fn alloc(gpu: &Arc<Gpu>, bytes: usize) -> Result<DeviceMem> {
-        let ptr = if bytes == 0 {
-            0
-        } else {
-            gpu.ctx
-                .bind_to_thread()
-                .map_err(driver("binding the context"))?;
-            // SAFETY: the stream is live; the memory is only used on this stream (all work of a
-            // Context is queued on its one stream).
-            unsafe { result::malloc_async(gpu.stream.cu_stream(), bytes) }
-                .map_err(driver("allocating device memory (out of memory?)"))?
-        };
+        let ptr = if bytes == 0 { 0 } else { gpu.alloc(bytes)? };
         Ok(DeviceMem {
             ptr,
             bytes,
@@ -42,19 +65,7 @@ impl DeviceMem {
 
     pub fn memset_zero(&self, offset: usize, bytes: usize) -> Result<()> {
         assert!(offset + bytes <= self.bytes);
-        if bytes == 0 {
-            return Ok(());
-        }
-        // SAFETY: the range lies inside this allocation (asserted above).
-        unsafe {
-            result::memset_d8_async(
-                self.ptr + offset as u64,
-                0,
-                bytes,
-                self.gpu.stream.cu_stream(),
-            )
-        }
-        .map_err(driver("memset"))
+        self.gpu.memset_zero(self.ptr + offset as u64, bytes)
     }
 
     /// Takes ownership of a cudarc slice's allocation (zero-copy).
@@ -130,10 +141,6 @@ pub(crate) fn copy(src: &DeviceMem, dst: &DeviceMem, bytes: usize) -> Result<()>
 
 impl Drop for DeviceMem {
     fn drop(&mut self) {
-        if self.ptr != 0 {
-            // SAFETY: the pointer came from malloc_async (or a leaked cudarc slice) in this context
-            // and is freed once, after all work queued before on the stream.
-            let _ = unsafe { result::free_async(self.ptr, self.gpu.stream.cu_stream()) };
-        }
+        self.gpu.free(self.ptr);
     }
 }

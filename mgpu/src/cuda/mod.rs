@@ -73,6 +73,16 @@ pub(crate) struct Gpu {
     pub sm_count: u32,
     pub name: String,
     modules: Mutex<HashMap<String, Arc<LoadedModule>>>,
+    /// The look-back scan's status words and ticket counter, kept between scans.
+    pub(crate) lookback: Mutex<scan::LookbackScratch>,
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        let lookback = self.lookback.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut scratch = std::mem::take(lookback);
+        scratch.release(self);
+    }
 }
 
 /// A module loaded on the device, its kernels and their occupancy.
@@ -135,6 +145,7 @@ impl Gpu {
             sm_count,
             name,
             modules: Mutex::new(HashMap::new()),
+            lookback: Mutex::new(scan::LookbackScratch::default()),
         })
     }
 

@@ -13,21 +13,91 @@ use std::sync::Arc;
 /// Inputs of at most this many tiles are scanned by one CTA: one launch, no look-back state.
 const SINGLE_CTA_TILES: u64 = 1;
 
-/// The look-back's tile status arrays, passed by value (matches `TileStatus` in lookback.cuh).
+/// The look-back's tile status, passed by value (matches `TileStatus` in lookback.cuh).
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct TileStatusArgs {
     words: u64,
-    flags: u64,
+    tags: u64,
     aggregates: u64,
     inclusives: u64,
+    epoch: u32,
+    _pad: u32,
 }
 
-// SAFETY: four device addresses, laid out as the kernel's `TileStatus` struct of four pointers.
+// SAFETY: four device addresses and a u32 (padded to 8 bytes), laid out as the kernel's
+// `TileStatus` struct.
 unsafe impl DeviceRepr for TileStatusArgs {}
 
 fn align256(x: usize) -> usize {
     x.div_ceil(256) * 256
+}
+
+/// Epochs live in the high 30 bits of a status tag (lookback.cuh).
+const MAX_EPOCH: u32 = (1 << 30) - 1;
+
+/// The look-back's device state, kept between scans so that a scan allocates and clears nothing:
+/// the kernel tags status words with the launch's epoch (other epochs read as "nothing yet"), and
+/// draws tickets from a counter that is never reset. Layout: ticket counter | a 64-bit status word
+/// per tile (elements of up to 4 bytes) | a 32-bit tag per tile, aggregate values, inclusive values
+/// (larger elements). Held by the GPU behind a mutex, which is held until the launch is queued: launches on
+/// the GPU's one stream then run in the order their epochs and tickets were handed out.
+#[derive(Default)]
+pub(crate) struct LookbackScratch {
+    ptr: CUdeviceptr,
+    tile_capacity: usize,
+    value_capacity: usize,
+    /// The counter's value once every queued scan has run.
+    tickets: u64,
+    /// The last launch's epoch; 0 is never used, so cleared memory reads as "nothing yet".
+    epoch: u32,
+}
+
+impl LookbackScratch {
+    fn words(&self) -> CUdeviceptr {
+        self.ptr + 256
+    }
+
+    fn tags(&self) -> CUdeviceptr {
+        self.words() + align256(self.tile_capacity * 8) as u64
+    }
+
+    fn values(&self) -> CUdeviceptr {
+        self.tags() + align256(self.tile_capacity * 4) as u64
+    }
+
+    /// Room for `tiles` status words and two arrays of `tiles` values of `value_size` bytes, and a
+    /// fresh epoch. Grows (to a new, cleared allocation) when needed.
+    fn prepare(&mut self, gpu: &Gpu, tiles: usize, value_size: usize) -> Result<()> {
+        let values = 2 * align256(tiles * value_size);
+        if tiles > self.tile_capacity || values > self.value_capacity || self.epoch == MAX_EPOCH {
+            let tile_capacity = tiles.max(self.tile_capacity);
+            let value_capacity = values.max(self.value_capacity);
+            let bytes =
+                256 + align256(tile_capacity * 8) + align256(tile_capacity * 4) + value_capacity;
+            let ptr = gpu.alloc(bytes)?;
+            if let Err(e) = gpu.memset_zero(ptr, bytes) {
+                gpu.free(ptr);
+                return Err(e);
+            }
+            gpu.free(self.ptr);
+            *self = LookbackScratch {
+                ptr,
+                tile_capacity,
+                value_capacity,
+                tickets: 0,
+                epoch: 0,
+            };
+        }
+        self.epoch += 1;
+        Ok(())
+    }
+
+    /// Frees the allocation (stream-ordered, after the work queued before).
+    pub fn release(&mut self, gpu: &Gpu) {
+        gpu.free(self.ptr);
+        *self = LookbackScratch::default();
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -64,49 +134,44 @@ pub(crate) fn scan<T: Element>(
 
     match algorithm {
         ScanAlgorithm::LookBack => {
-            let size = std::mem::size_of::<T>();
-            let n = num_tiles as usize;
-            // Layout: tile counter | status words (or flags | aggregates | inclusives).
-            let counter_bytes = 256;
-            let (zeroed, total_bytes, status) = if size <= 4 {
-                let words = align256(n * 8);
-                (counter_bytes + words, counter_bytes + words, None)
+            let value_size = if std::mem::size_of::<T>() <= 4 {
+                0
             } else {
-                let flags = align256(n * 4);
-                let values = align256(n * size);
-                (
-                    counter_bytes + flags,
-                    counter_bytes + flags + 2 * values,
-                    Some((flags, values)),
-                )
+                std::mem::size_of::<T>()
             };
-            let scratch = DeviceMem::alloc(gpu, total_bytes)?;
-            scratch.memset_zero(0, zeroed)?;
-            let base = scratch.ptr;
-            let args = match status {
-                None => TileStatusArgs {
-                    words: base + 256,
-                    flags: 0,
-                    aggregates: 0,
-                    inclusives: 0,
-                },
-                Some((flags, values)) => TileStatusArgs {
-                    words: 0,
-                    flags: base + 256,
-                    aggregates: base + (256 + flags) as u64,
-                    inclusives: base + (256 + flags + values) as u64,
-                },
+            let mut scratch = gpu.lookback.lock().unwrap_or_else(|e| e.into_inner());
+            scratch.prepare(gpu, num_tiles as usize, value_size)?;
+            let values = scratch.values();
+            let args = TileStatusArgs {
+                words: scratch.words(),
+                tags: scratch.tags(),
+                aggregates: values,
+                inclusives: values + align256(num_tiles as usize * value_size) as u64,
+                epoch: scratch.epoch,
+                _pad: 0,
             };
-            let (f, _) = module.function("mgpu_scan_lookback");
+            let (f, resident) = module.function("mgpu_scan_lookback");
+            let grid = num_tiles.min((gpu.sm_count * resident) as u64);
             launch(
                 gpu,
                 f,
-                num_tiles as u32,
+                grid as u32,
                 tuning.nt,
                 &[
-                    &input, &output, &count, &exclusive, &base, &args, &total, &identity,
+                    &input,
+                    &output,
+                    &count,
+                    &exclusive,
+                    &scratch.ptr,
+                    &scratch.tickets,
+                    &args,
+                    &total,
+                    &identity,
                 ],
-            )
+            )?;
+            // Each CTA draws one ticket per tile it scans and one that ends its loop.
+            scratch.tickets += num_tiles + grid;
+            Ok(())
         }
         ScanAlgorithm::ReduceThenScan => {
             let (grid, tiles_per_cta) = split(num_tiles, (gpu.sm_count * blocks_per_sm) as u64);
@@ -159,5 +224,47 @@ pub(crate) fn scan<T: Element>(
                 ],
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MAX_EPOCH;
+    use crate::{Context, Op, ScanOptions};
+
+    /// After 2^30 - 1 launches the epochs start over on cleared status words; scans on both sides
+    /// of the wrap stay exact. (Needs a GPU; MGPU_REQUIRE_GPU=1 makes a missing one a failure.)
+    #[test]
+    fn epochs_wrap_around() {
+        let ctx = match Context::cuda() {
+            Ok(c) => c,
+            Err(e) if std::env::var("MGPU_REQUIRE_GPU").as_deref() == Ok("1") => panic!("{e}"),
+            Err(_) => return,
+        };
+        let gpu = ctx.gpu().unwrap().clone();
+        let data: Vec<u32> = (0..3_000_000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761) >> 22)
+            .collect();
+        let expect: Vec<u32> = data
+            .iter()
+            .scan(0u32, |acc, &x| {
+                *acc = acc.wrapping_add(x);
+                Some(*acc)
+            })
+            .collect();
+        let input = ctx.upload(&data).unwrap();
+        let mut epochs = Vec::new();
+        for run in 0..6 {
+            let mut out = ctx.upload(&vec![7u32; data.len()]).unwrap();
+            ctx.scan(&input, &mut out, &Op::plus(), ScanOptions::inclusive())
+                .unwrap();
+            assert!(out.to_vec().unwrap() == expect, "run {run}");
+            let mut scratch = gpu.lookback.lock().unwrap();
+            epochs.push(scratch.epoch);
+            if run == 0 {
+                scratch.epoch = MAX_EPOCH - 2;
+            }
+        }
+        assert_eq!(epochs, [1, MAX_EPOCH - 1, MAX_EPOCH, 1, 2, 3]);
     }
 }

@@ -1,5 +1,6 @@
 // kernel_scan.cu: device-wide scan. Two kernels share one tile routine (scan_tile):
-//   mgpu_scan_lookback  single pass, decoupled look-back, tile ids from an atomic counter;
+//   mgpu_scan_lookback  single pass, decoupled look-back: resident CTAs loop, taking tiles in the
+//                       order of tickets drawn from an atomic counter;
 //   mgpu_scan_tiles     CTA c scans a contiguous range of tiles in order with a running carry. With one
 //                       CTA it is the small-input path and the spine of reduce-then-scan; with many,
 //                       given the spine's carry-ins, it is that algorithm's downsweep.
@@ -15,7 +16,7 @@ struct ScanStorage {
 
 // Scans the tile at `base` (n <= NV elements). `carry_in(aggregate)` is called by warp 0 only, with the
 // tile's aggregate, and returns the tile's exclusive prefix. Returns the tile's inclusive total
-// (prefix op aggregate), valid in every thread.
+// (prefix op aggregate), valid in every thread. The caller syncs before `storage` is reused.
 template <typename CarryIn>
 __device__ __forceinline__ T scan_tile(const T* in, T* out, u64 base, int n, bool exclusive,
                                        bool vec_in, bool vec_out, T identity, Op op,
@@ -53,7 +54,6 @@ __device__ __forceinline__ T scan_tile(const T* in, T* out, u64 base, int n, boo
   }
   __syncthreads();
   store_tile_from_shared(storage.tile, n, vec_out, out + base, tid);
-  __syncthreads();  // storage is reused by the next tile
   return tile_total;
 }
 
@@ -61,23 +61,33 @@ __device__ __forceinline__ bool vector_ok(const void* p) {
   return MGPU_VEC > 1 && ((size_t)p & 15) == 0;
 }
 
+// A CTA per resident slot (not per tile) loops over tiles, which saves a CTA launch per tile
+// (experiments/ticket_scan.cu: 0.871x -> 0.878x memcpy at 2^28 i32). Tiles are numbered in the order
+// of tickets, drawn only once the CTA is ready to load (a tile claimed early stalls the look-back
+// of every later tile: slower, same experiment), so every predecessor of a tile is running or done
+// and the look-back always makes progress. The counter is never reset: tickets start at
+// `first_ticket`, and every CTA draws once more than the tiles it scans.
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_scan_lookback(const T* in, T* out, u64 count, int exclusive, u64* tile_counter,
-                       TileStatus status, T* total_out, T identity) {
+    mgpu_scan_lookback(const T* in, T* out, u64 count, int exclusive, u64* tickets,
+                       u64 first_ticket, TileStatus status, T* total_out, T identity) {
   __shared__ ScanStorage storage;
   Op op;
-  // Tiles are numbered in the order CTAs start, so every predecessor of a tile is running or done:
-  // the look-back always makes progress.
-  if (threadIdx.x == 0) storage.tile_id = (i64)atomicAdd(tile_counter, 1ull);
+  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  if (threadIdx.x == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
   __syncthreads();
-  i64 tile = storage.tile_id;
-  u64 base = (u64)tile * MGPU_NV;
-  int n = (int)min((u64)MGPU_NV, count - base);
-  T total = scan_tile(in, out, base, n, exclusive != 0, vector_ok(in), vector_ok(out), identity, op,
-                      storage, [&](T aggregate) {
-                        return warp_lookback(status, tile, aggregate, op, identity);
-                      });
-  if (total_out && threadIdx.x == 0 && base + n == count) *total_out = total;
+  for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
+    u64 base = (u64)tile * MGPU_NV;
+    int n = (int)min((u64)MGPU_NV, count - base);
+    T total = scan_tile(in, out, base, n, exclusive != 0, vector_ok(in), vector_ok(out), identity,
+                        op, storage, [&](T aggregate) {
+                          return warp_lookback(status, tile, aggregate, op, identity);
+                        });
+    if (threadIdx.x == 0) {
+      if (total_out && base + n == count) *total_out = total;
+      storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+    }
+    __syncthreads();  // the tile's storage is free and the next ticket visible
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
@@ -95,6 +105,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     int n = (int)min((u64)MGPU_NV, count - base);
     carry = scan_tile(in, out, base, n, exclusive != 0, vec_in, vec_out, identity, op, storage,
                       [&](T) { return carry; });
+    __syncthreads();  // storage is reused by the next tile
     if (total_out && threadIdx.x == 0 && base + n == count) *total_out = carry;
   }
   if (total_out && count == 0 && blockIdx.x == 0 && threadIdx.x == 0) *total_out = identity;

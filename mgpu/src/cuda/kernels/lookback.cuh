@@ -2,10 +2,13 @@
 // Each tile publishes its aggregate (status A) as soon as it knows it, then its inclusive prefix
 // (status P) once the look-back has found its exclusive prefix. Status X means "nothing yet".
 //
-// Elements of up to 4 bytes share one 64-bit word with their status, so one relaxed 64-bit store
-// publishes both and no fence is needed. Larger elements keep a 32-bit flag written with release
-// semantics after the value, and separate aggregate / inclusive arrays so that a reader that saw A
-// never reads a half-overwritten value.
+// A tile's status is a tag: the launch's epoch << 2 | status. A tag of another epoch reads as X, so
+// the status arrays are never cleared between launches: each launch takes a new epoch. Elements of
+// up to 4 bytes share one 64-bit word with their tag (tag << 32 | value bits), so one relaxed
+// 64-bit store publishes both and no fence is needed. Larger elements write a 32-bit tag with
+// release semantics after the value, and keep separate aggregate / inclusive arrays so that a
+// reader that saw A never reads a half-overwritten value. The two kinds of status live in
+// separate arrays: a stale word's value bits never read as a tag.
 
 #define MGPU_STATUS_X 0u
 #define MGPU_STATUS_A 1u
@@ -13,30 +16,35 @@
 #define MGPU_PACKED_STATUS (sizeof(T) <= 4)
 
 struct TileStatus {
-  u64* words;           // packed: status << 32 | value bits
-  unsigned* flags;      // unpacked
-  T* aggregates;        // unpacked
-  T* inclusives;        // unpacked
+  u64* words;      // packed: tag << 32 | value bits
+  unsigned* tags;  // unpacked
+  T* aggregates;   // unpacked
+  T* inclusives;   // unpacked
+  unsigned epoch;  // 1 .. 2^30 - 1
+
+  __device__ __forceinline__ unsigned status_of(unsigned tag) const {
+    return tag >> 2 == epoch ? tag & 3u : MGPU_STATUS_X;
+  }
 
   __device__ __forceinline__ void publish(i64 tile, unsigned status, T value) const {
     if constexpr (MGPU_PACKED_STATUS) {
       unsigned bits = 0;
       memcpy(&bits, &value, sizeof(T));
-      store_relaxed_u64(words + tile, ((u64)status << 32) | bits);
+      store_relaxed_u64(words + tile, ((u64)(epoch << 2 | status) << 32) | bits);
     } else {
       (status == MGPU_STATUS_P ? inclusives : aggregates)[tile] = value;
-      store_release_u32(flags + tile, status);
+      store_release_u32(tags + tile, epoch << 2 | status);
     }
   }
 
   __device__ __forceinline__ void load(i64 tile, unsigned& status, T& value) const {
     if constexpr (MGPU_PACKED_STATUS) {
       u64 w = load_relaxed_u64(words + tile);
-      status = (unsigned)(w >> 32);
+      status = status_of((unsigned)(w >> 32));
       unsigned bits = (unsigned)w;
       memcpy(&value, &bits, sizeof(T));
     } else {
-      status = load_acquire_u32(flags + tile);
+      status = status_of(load_acquire_u32(tags + tile));
       if (status != MGPU_STATUS_X)
         value = load_l2(status == MGPU_STATUS_P ? inclusives + tile : aggregates + tile);
     }
