@@ -93,6 +93,16 @@ impl BenchElement for i64 {
         x as i64
     }
 }
+impl BenchElement for u8 {
+    fn from_bits(x: u64) -> Self {
+        x as u8
+    }
+}
+impl BenchElement for u16 {
+    fn from_bits(x: u64) -> Self {
+        x as u16
+    }
+}
 impl BenchElement for u32 {
     fn from_bits(x: u64) -> Self {
         x as u32
@@ -423,6 +433,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
             ("u64", false) => bench_type::<u64>(&ctx, &a, ty, p),
             ("f32", false) => bench_type::<f32>(&ctx, &a, ty, p),
             ("f64", false) => bench_type::<f64>(&ctx, &a, ty, p),
+            // No CUB peer for sub-word types: the harness is built for the four types above.
+            ("u8", false) => bench_type::<u8>(&ctx, &a, ty, None),
+            ("u16", false) => bench_type::<u16>(&ctx, &a, ty, None),
             ("i32", true) => bench_sort_type::<i32>(&ctx, &a, ty, p),
             ("i64", true) => bench_sort_type::<i64>(&ctx, &a, ty, p),
             ("u32", true) => bench_sort_type::<u32>(&ctx, &a, ty, p),
@@ -430,7 +443,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
             ("f32", true) => bench_sort_type::<f32>(&ctx, &a, ty, p),
             ("f64", true) => bench_sort_type::<f64>(&ctx, &a, ty, p),
             (other, _) => Err(format!(
-                "bench: unsupported type `{other}` (i32, i64, u32, u64, f32, f64)"
+                "bench: unsupported type `{other}` (i32, i64, u32, u64, f32, f64; u8 and u16 \
+                 for reduce and scan)"
             )),
         }?;
         rows.extend(r);

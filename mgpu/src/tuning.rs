@@ -195,8 +195,11 @@ const TABLE: &[Entry] = &[
     // Seventh session: the look-back kernel became persistent (a CTA per resident slot, looping
     // over tiles), whose loop took 8-byte elements at OCC 2 from 56 to 90-98 registers (5 CTAs/SM
     // instead of 8): i64 at 2^28 1.87 -> 2.02 ms. OCC 9 (shared memory's limit at 128x23) holds
-    // them to 56 registers, clean with NVRTC 13.0 and 13.5: 1.88-1.89 ms.
-    e(Family::Scan, 90, 2, 128, 39, 4),
+    // them to 56 registers, clean with NVRTC 13.0 and 13.5: 1.88-1.89 ms. Sub-word elements
+    // likewise (56 -> 66-114 registers at OCC 4; u8 at 2^28 0.412 -> 0.49 ms): OCC 9 takes them
+    // back to 54-56 registers, 0.408-0.413 ms (u16 0.553 -> 0.540-0.545 ms), with the upsweep of
+    // reduce-then-scan held to the Reduce family's OCC (`upsweep`), where it does not spill.
+    e(Family::Scan, 90, 2, 128, 39, 9),
     e(Family::Scan, 90, 4, 128, 39, 11),
     e(Family::Scan, 90, 8, 128, 23, 9),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench sort --sizes 26 --no-peer --reps 5` with
@@ -280,6 +283,18 @@ pub fn lookup(family: Family, arch: u32, elem_size: usize) -> Result<Tuning> {
     }
     t.validate(elem_size)?;
     Ok(t)
+}
+
+/// The tuning of reduce-then-scan's upsweep: the scan's tiles (the downsweep rescans the same
+/// ranges of tiles) at no more than the Reduce family's occupancy. The upsweep is the reduce
+/// kernel, which holds a thread's values in registers, so the higher OCC that the persistent
+/// look-back scan runs at would make it spill (1-byte elements at 128x39 spill from OCC 6 on).
+pub fn upsweep(scan: Tuning, arch: u32, elem_size: usize) -> Result<Tuning> {
+    let reduce = lookup(Family::Reduce, arch, elem_size)?;
+    Ok(Tuning {
+        occ: scan.occ.min(reduce.occ),
+        ..scan
+    })
 }
 
 /// The tuning a call runs with: the caller's override (validated for tiles of `tile_elem_size`

@@ -29,8 +29,13 @@ fn check_type<T: Element>(ops: &[Op<T>]) -> Vec<String> {
             (Module::Scan, Family::Scan),
             (Module::Reduce, Family::Scan),
         ] {
-            // (Reduce, Scan): the upsweep of reduce-then-scan runs the reduce kernel with the scan tuning.
-            let tuning = tuning::lookup(family, ARCH, std::mem::size_of::<T>()).unwrap();
+            // (Reduce, Scan): the upsweep of reduce-then-scan runs the reduce kernel with the scan's
+            // tiles.
+            let size = std::mem::size_of::<T>();
+            let mut tuning = tuning::lookup(family, ARCH, size).unwrap();
+            if module == Module::Reduce && family == Family::Scan {
+                tuning = tuning::upsweep(tuning, ARCH, size).unwrap();
+            }
             let src = jit::source(module, op, &tuning);
             let c = jit::compile_uncached(module.name(), &src, ARCH).unwrap_or_else(|e| {
                 panic!("{} {} {}: {e}", T::CUDA_TYPE, op.name(), module.name())

@@ -176,12 +176,14 @@ pub(crate) fn scan<T: Element>(
         ScanAlgorithm::ReduceThenScan => {
             let (grid, tiles_per_cta) = split(num_tiles, (gpu.sm_count * blocks_per_sm) as u64);
             let partials = DeviceMem::alloc(gpu, grid as usize * std::mem::size_of::<T>())?;
+            let upsweep_tuning =
+                crate::tuning::upsweep(*tuning, gpu.arch, std::mem::size_of::<T>())?;
             upsweep(
                 gpu,
                 input,
                 count,
                 op,
-                tuning,
+                &upsweep_tuning,
                 grid,
                 tiles_per_cta,
                 partials.ptr,
