@@ -18,7 +18,8 @@ commands:
         [--csv FILE] [--no-peer] [--deterministic]
                         GPU benchmark against a device memcpy and CUB (when nvcc is present:
                         DeviceReduce, DeviceScan, DeviceMergeSort and DeviceRadixSort, DeviceMerge);
-                        sizes are powers of two (default 16..28)
+                        sizes are powers of two (default 16..28); types also u32, u64,
+                        and u8, u16 for reduce and scan (no CUB peer for those two)
   occupancy [--arch N]  every kernel compiled for sm_N (default: the GPU's, else 90): registers,
                         shared memory, local memory, and theoretical occupancy with its limiter
   info                  the backend, the device, and the JIT cache
