@@ -189,8 +189,9 @@ fn lookback_stress() {
 }
 
 /// The look-back's status words and ticket counter live on between scans (each launch has its own
-/// epoch): scans of shrinking and growing sizes and of 1-, 4-, 8- and 16-byte elements, one after
-/// another on one context, must never read another launch's status.
+/// epoch): scans of shrinking and growing sizes and of 1-, 4- and 8-byte elements (packed and
+/// flag + value status, built-in and user types), one after another on one context, must never
+/// read another launch's status.
 #[test]
 fn lookback_state_carries_over_between_scans() {
     use rand::Rng;

@@ -39,9 +39,10 @@ const MAX_EPOCH: u32 = (1 << 30) - 1;
 /// The look-back's device state, kept between scans so that a scan allocates and clears nothing:
 /// the kernel tags status words with the launch's epoch (other epochs read as "nothing yet"), and
 /// draws tickets from a counter that is never reset. Layout: ticket counter | a 64-bit status word
-/// per tile (elements of up to 4 bytes) | a 32-bit tag per tile, aggregate values, inclusive values
-/// (larger elements). Held by the GPU behind a mutex, which is held until the launch is queued: launches on
-/// the GPU's one stream then run in the order their epochs and tickets were handed out.
+/// per tile (elements of up to 4 bytes) | a 32-bit tag per tile, aggregate values, inclusive
+/// values (larger elements). The GPU holds it behind a mutex, which a scan keeps until its launch
+/// is queued: launches on the GPU's one stream then run in the order their epochs and tickets were
+/// handed out.
 #[derive(Default)]
 pub(crate) struct LookbackScratch {
     ptr: CUdeviceptr,
