@@ -15,22 +15,13 @@
 #include <cuda_runtime.h>
 typedef unsigned long long u64;
 
+// A 16-byte load with an L2 eviction policy (HINTS), else a streaming load.
 template <bool HINTS>
-__device__ __forceinline__ int4 load_first(const int4* p, u64 keep) {
+__device__ __forceinline__ int4 load(const int4* p, u64 policy) {
   int4 v;
   if (HINTS)
     asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.s32 {%0,%1,%2,%3}, [%4], %5;"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(keep));
-  else
-    v = __ldcs(p);
-  return v;
-}
-template <bool HINTS>
-__device__ __forceinline__ int4 load_again(const int4* p, u64 drop) {
-  int4 v;
-  if (HINTS)
-    asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.s32 {%0,%1,%2,%3}, [%4], %5;"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(drop));
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
   else
     v = __ldcs(p);
   return v;
@@ -51,7 +42,7 @@ __global__ void __launch_bounds__(NT) reread(const int4* in, int4* out, long lon
     const int4* src = in + t * NT * C;
     int s = 0;
 #pragma unroll
-    for (int i = 0; i < C; ++i) v[i] = load_first<HINTS>(src + i * NT + threadIdx.x, keep);
+    for (int i = 0; i < C; ++i) v[i] = load<HINTS>(src + i * NT + threadIdx.x, keep);
 #pragma unroll
     for (int i = 0; i < C; ++i) s += v[i].x + v[i].y + v[i].z + v[i].w;
     for (int o = 16; o; o /= 2) s += __shfl_xor_sync(~0u, s, o);
@@ -62,7 +53,7 @@ __global__ void __launch_bounds__(NT) reread(const int4* in, int4* out, long lon
     const int4* again = in + u * NT * C;
     int4* dst = out + u * NT * C;
 #pragma unroll
-    for (int i = 0; i < C; ++i) v[i] = load_again<HINTS>(again + i * NT + threadIdx.x, drop);
+    for (int i = 0; i < C; ++i) v[i] = load<HINTS>(again + i * NT + threadIdx.x, drop);
 #pragma unroll
     for (int i = 0; i < C; ++i) __stcs(dst + i * NT + threadIdx.x, v[i]);
   }
