@@ -93,26 +93,17 @@ impl BenchElement for i64 {
         x as i64
     }
 }
-impl BenchElement for u8 {
-    fn from_bits(x: u64) -> Self {
-        x as u8
-    }
+/// Unsigned integers: the low bits of `x` (sums wrap around, exactly).
+macro_rules! unsigned_bench_elements {
+    ($($t:ty),*) => {$(
+        impl BenchElement for $t {
+            fn from_bits(x: u64) -> Self {
+                x as $t
+            }
+        }
+    )*};
 }
-impl BenchElement for u16 {
-    fn from_bits(x: u64) -> Self {
-        x as u16
-    }
-}
-impl BenchElement for u32 {
-    fn from_bits(x: u64) -> Self {
-        x as u32
-    }
-}
-impl BenchElement for u64 {
-    fn from_bits(x: u64) -> Self {
-        x
-    }
-}
+unsigned_bench_elements!(u8, u16, u32, u64);
 impl BenchElement for f32 {
     fn from_bits(x: u64) -> Self {
         (x >> 40) as f32 / (1u64 << 24) as f32
