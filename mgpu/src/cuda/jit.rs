@@ -100,6 +100,10 @@ fn element_typedef<T: Element>(alias: &str) -> String {
 pub fn source<T: Element>(module: Module, op: &Op<T>, tuning: &Tuning) -> String {
     let mut s = String::with_capacity(32 * 1024);
     s.push_str(&tuning_defines(module, tuning));
+    if module == Module::Scan {
+        let slot = crate::cuda::scan::STATUS_SLOT;
+        s.push_str(&format!("#define MGPU_STATUS_SLOT {slot}\n"));
+    }
     s.push_str(&format!(
         "#define MGPU_COMMUTATIVE {}\n",
         op.is_commutative() as u32

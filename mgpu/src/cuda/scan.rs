@@ -17,17 +17,31 @@ const SINGLE_CTA_TILES: u64 = 1;
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct TileStatusArgs {
-    words: u64,
-    tags: u64,
-    aggregates: u64,
-    inclusives: u64,
+    slots: u64,
+    values: u64,
     epoch: u32,
     _pad: u32,
 }
 
-// SAFETY: four device addresses and a u32 (padded to 8 bytes), laid out as the kernel's
+// SAFETY: two device addresses and a u32 (padded to 8 bytes), laid out as the kernel's
 // `TileStatus` struct.
 unsafe impl DeviceRepr for TileStatusArgs {}
+
+/// Bytes of each tile's status slot (`MGPU_STATUS_SLOT` in lookback.cuh). With 8-byte status
+/// words side by side, the polls and publishing stores of the tiles in flight met on the same few
+/// L2 lines. Measured (H100, 2^28, ms, two rounds; BENCHMARKS.md): slots of 8 bytes i32 0.823 /
+/// i64 1.873; 32 bytes 0.756-0.759 / 1.618-1.625; 64 bytes 0.752-0.754 / 1.604-1.606; 128 bytes
+/// 0.754-0.760 / 1.637; 256 bytes 0.767 / 1.703.
+pub(crate) const STATUS_SLOT: usize = 64;
+
+/// Bytes of a tile's value record (`MGPU_VALUE_RECORD`): 0 when the value is packed with its tag.
+fn value_record(elem_size: usize) -> usize {
+    if elem_size <= 4 {
+        0
+    } else {
+        (2 * elem_size).div_ceil(STATUS_SLOT) * STATUS_SLOT
+    }
+}
 
 fn align256(x: usize) -> usize {
     x.div_ceil(256) * 256
@@ -37,12 +51,11 @@ fn align256(x: usize) -> usize {
 const MAX_EPOCH: u32 = (1 << 30) - 1;
 
 /// The look-back's device state, kept between scans so that a scan allocates and clears nothing:
-/// the kernel tags status words with the launch's epoch (other epochs read as "nothing yet"), and
-/// draws tickets from a counter that is never reset. Layout: ticket counter | a 64-bit status word
-/// per tile (elements of up to 4 bytes) | a 32-bit tag per tile, aggregate values, inclusive
-/// values (larger elements). The GPU holds it behind a mutex, which a scan keeps until its launch
-/// is queued: launches on the GPU's one stream then run in the order their epochs and tickets were
-/// handed out.
+/// the kernel tags status slots with the launch's epoch (other epochs read as "nothing yet"), and
+/// draws tickets from a counter that is never reset. Layout: ticket counter | a status slot per
+/// tile | value records (elements of more than 4 bytes). The GPU holds it behind a mutex, which a
+/// scan keeps until its launch is queued: launches on the GPU's one stream then run in the order
+/// their epochs and tickets were handed out.
 #[derive(Default)]
 pub(crate) struct LookbackScratch {
     ptr: CUdeviceptr,
@@ -55,27 +68,22 @@ pub(crate) struct LookbackScratch {
 }
 
 impl LookbackScratch {
-    fn words(&self) -> CUdeviceptr {
+    fn slots(&self) -> CUdeviceptr {
         self.ptr + 256
     }
 
-    fn tags(&self) -> CUdeviceptr {
-        self.words() + align256(self.tile_capacity * 8) as u64
-    }
-
     fn values(&self) -> CUdeviceptr {
-        self.tags() + align256(self.tile_capacity * 4) as u64
+        self.slots() + align256(self.tile_capacity * STATUS_SLOT) as u64
     }
 
-    /// Room for `tiles` status words and two arrays of `tiles` values of `value_size` bytes, and a
-    /// fresh epoch. Grows (to a new, cleared allocation) when needed.
-    fn prepare(&mut self, gpu: &Gpu, tiles: usize, value_size: usize) -> Result<()> {
-        let values = 2 * align256(tiles * value_size);
+    /// Room for `tiles` status slots and value records of `record` bytes, and a fresh epoch.
+    /// Grows (to a new, cleared allocation) when needed.
+    fn prepare(&mut self, gpu: &Gpu, tiles: usize, record: usize) -> Result<()> {
+        let values = tiles * record;
         if tiles > self.tile_capacity || values > self.value_capacity || self.epoch == MAX_EPOCH {
             let tile_capacity = tiles.max(self.tile_capacity);
             let value_capacity = values.max(self.value_capacity);
-            let bytes =
-                256 + align256(tile_capacity * 8) + align256(tile_capacity * 4) + value_capacity;
+            let bytes = 256 + align256(tile_capacity * STATUS_SLOT) + value_capacity;
             let ptr = gpu.alloc(bytes)?;
             if let Err(e) = gpu.memset_zero(ptr, bytes) {
                 gpu.free(ptr);
@@ -135,19 +143,12 @@ pub(crate) fn scan<T: Element>(
 
     match algorithm {
         ScanAlgorithm::LookBack => {
-            let value_size = if std::mem::size_of::<T>() <= 4 {
-                0
-            } else {
-                std::mem::size_of::<T>()
-            };
             let mut scratch = gpu.lookback.lock().unwrap_or_else(|e| e.into_inner());
-            scratch.prepare(gpu, num_tiles as usize, value_size)?;
-            let values = scratch.values();
+            let record = value_record(std::mem::size_of::<T>());
+            scratch.prepare(gpu, num_tiles as usize, record)?;
             let args = TileStatusArgs {
-                words: scratch.words(),
-                tags: scratch.tags(),
-                aggregates: values,
-                inclusives: values + align256(num_tiles as usize * value_size) as u64,
+                slots: scratch.slots(),
+                values: scratch.values(),
                 epoch: scratch.epoch,
                 _pad: 0,
             };

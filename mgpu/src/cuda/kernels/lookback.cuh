@@ -3,50 +3,66 @@
 // (status P) once the look-back has found its exclusive prefix. Status X means "nothing yet".
 //
 // A tile's status is a tag: the launch's epoch << 2 | status. A tag of another epoch reads as X, so
-// the status arrays are never cleared between launches: each launch takes a new epoch. Elements of
-// up to 4 bytes share one 64-bit word with their tag (tag << 32 | value bits), so one relaxed
-// 64-bit store publishes both and no fence is needed. Larger elements write a 32-bit tag with
-// release semantics after the value, and keep separate aggregate / inclusive arrays so that a
-// reader that saw A never reads a half-overwritten value. The two kinds of status live in
-// separate arrays: a stale word's value bits never read as a tag.
+// the status is never cleared between launches: each launch takes a new epoch.
+//
+// Every tile's status has a slot of its own, MGPU_STATUS_SLOT bytes (whole L2 sectors, set by the
+// host): with 8-byte words side by side, the polls of the ~1,400 tiles in flight and their
+// publishing stores met on the same few lines, and the look-back waited on them (64-byte slots:
+// 0.875x -> 0.954x memcpy for a 2^28 i32 scan, BENCHMARKS.md). A slot's first 8 bytes hold, for elements of up to 4 bytes, one 64-bit word
+// tag << 32 | value bits: one relaxed store publishes both and no fence is needed. Larger elements
+// keep the tag alone in the same high half (bytes 4..8), written with release semantics after the
+// value, and their aggregate and inclusive values in a record per tile of a separate array, so that
+// a reader that saw A never reads a half-overwritten value. Bytes 4..8 of a slot only ever hold
+// tags, whatever the element size of the scan that wrote them: stale bits never read as a tag.
 
 #define MGPU_STATUS_X 0u
 #define MGPU_STATUS_A 1u
 #define MGPU_STATUS_P 2u
 #define MGPU_PACKED_STATUS (sizeof(T) <= 4)
+// Bytes of a tile's value record (unpacked status): aggregate, inclusive, padded to whole slots.
+#define MGPU_VALUE_RECORD ((2 * (int)sizeof(T) + MGPU_STATUS_SLOT - 1) / MGPU_STATUS_SLOT * MGPU_STATUS_SLOT)
+static_assert(MGPU_STATUS_SLOT % 32 == 0 && alignof(T) <= MGPU_STATUS_SLOT,
+              "a status slot is whole 32-byte sectors and aligns the element type");
 
 struct TileStatus {
-  u64* words;      // packed: tag << 32 | value bits
-  unsigned* tags;  // unpacked
-  T* aggregates;   // unpacked
-  T* inclusives;   // unpacked
+  char* slots;     // MGPU_STATUS_SLOT bytes per tile
+  char* values;    // unpacked: MGPU_VALUE_RECORD bytes per tile
   unsigned epoch;  // 1 .. 2^30 - 1
 
   __device__ __forceinline__ unsigned status_of(unsigned tag) const {
     return tag >> 2 == epoch ? tag & 3u : MGPU_STATUS_X;
   }
+  __device__ __forceinline__ u64* word(i64 tile) const {
+    return reinterpret_cast<u64*>(slots + tile * MGPU_STATUS_SLOT);
+  }
+  __device__ __forceinline__ unsigned* tag(i64 tile) const {
+    return reinterpret_cast<unsigned*>(slots + tile * MGPU_STATUS_SLOT) + 1;
+  }
+  // The aggregate (status A) or inclusive prefix (status P) of a tile.
+  __device__ __forceinline__ T* value(i64 tile, unsigned status) const {
+    return reinterpret_cast<T*>(values + tile * MGPU_VALUE_RECORD) + (status == MGPU_STATUS_P);
+  }
 
-  __device__ __forceinline__ void publish(i64 tile, unsigned status, T value) const {
+  __device__ __forceinline__ void publish(i64 tile, unsigned status, T value_) const {
     if constexpr (MGPU_PACKED_STATUS) {
       unsigned bits = 0;
-      memcpy(&bits, &value, sizeof(T));
-      store_relaxed_u64(words + tile, ((u64)(epoch << 2 | status) << 32) | bits);
+      memcpy(&bits, &value_, sizeof(T));
+      store_relaxed_u64(word(tile), ((u64)(epoch << 2 | status) << 32) | bits);
     } else {
-      (status == MGPU_STATUS_P ? inclusives : aggregates)[tile] = value;
-      store_release_u32(tags + tile, epoch << 2 | status);
+      *value(tile, status) = value_;
+      store_release_u32(tag(tile), epoch << 2 | status);
     }
   }
 
-  __device__ __forceinline__ void load(i64 tile, unsigned& status, T& value) const {
+  __device__ __forceinline__ void load(i64 tile, unsigned& status, T& value_) const {
     if constexpr (MGPU_PACKED_STATUS) {
-      u64 w = load_relaxed_u64(words + tile);
+      u64 w = load_relaxed_u64(word(tile));
       status = status_of((unsigned)(w >> 32));
       unsigned bits = (unsigned)w;
-      memcpy(&value, &bits, sizeof(T));
+      memcpy(&value_, &bits, sizeof(T));
     } else {
-      status = status_of(load_acquire_u32(tags + tile));
-      if (status != MGPU_STATUS_X)
-        value = load_l2(status == MGPU_STATUS_P ? inclusives + tile : aggregates + tile);
+      status = status_of(load_acquire_u32(tag(tile)));
+      if (status != MGPU_STATUS_X) value_ = load_l2(value(tile, status));
     }
   }
 };
