@@ -199,9 +199,14 @@ const TABLE: &[Entry] = &[
     // likewise (56 -> 66-114 registers at OCC 4; u8 at 2^28 0.412 -> 0.49 ms): OCC 9 takes them
     // back to 54-56 registers, 0.408-0.413 ms (u16 0.553 -> 0.540-0.545 ms), with the upsweep of
     // reduce-then-scan held to the Reduce family's OCC (`upsweep`), where it does not spill.
+    // Eighth session, with a 64-byte status slot per tile (lookback.cuh), `mgpu bench scan --sizes
+    // 28 --no-peer`, ms: i32 128x39x11 0.753 | 256x31x6 0.752 | 256x23x8 0.756 | 128x47x9 0.758 |
+    //   128x55x8 0.762 | 128x39x10 0.760 | 128x35x12 0.761 | 64x63x14 0.765 | 128x31x13 0.769:
+    //   the tile stays. i64 (two rounds): 128x27x8 1.584-1.595 | 128x23x9 1.612-1.614 | 128x31x6
+    //   1.602-1.615 | 128x25x8 1.604-1.622 | 256x13x5 1.724-1.734; f64 alike. 8-byte: 128x27x8.
     e(Family::Scan, 90, 2, 128, 39, 9),
     e(Family::Scan, 90, 4, 128, 39, 11),
-    e(Family::Scan, 90, 8, 128, 23, 9),
+    e(Family::Scan, 90, 8, 128, 27, 8),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench sort --sizes 26 --no-peer --reps 5` with
     // MGPU_TUNING (ms at 2^26; keys | pairs with values of the key's type):
     //   i32 keys: 128x23x2 6.26 | 128x15x4 5.95 | 256x15x2 5.81 | 256x11x2 5.47 | 128x31x2 7.45
