@@ -188,7 +188,7 @@ fn lookback_stress() {
     }
 }
 
-/// The look-back's status words and ticket counter live on between scans (each launch has its own
+/// The look-back's status slots and ticket counter live on between scans (each launch has its own
 /// epoch): scans of shrinking and growing sizes and of 1-, 4- and 8-byte elements (packed and
 /// flag + value status, built-in and user types), one after another on one context, must never
 /// read another launch's status.
@@ -210,7 +210,7 @@ fn lookback_state_carries_over_between_scans() {
         same(&[total], &[expect_total]).unwrap();
     }
     for round in 0..40 {
-        // From a few tiles to a few thousand, in random order: later scans reuse words that
+        // From a few tiles to a few thousand, in random order: later scans reuse status slots that
         // earlier, larger scans left behind.
         let n = r.random_range(2..4000) * r.random_range(1..600);
         match round % 4 {
