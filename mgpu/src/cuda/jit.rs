@@ -101,8 +101,12 @@ pub fn source<T: Element>(module: Module, op: &Op<T>, tuning: &Tuning) -> String
     let mut s = String::with_capacity(32 * 1024);
     s.push_str(&tuning_defines(module, tuning));
     if module == Module::Scan {
-        let slot = crate::cuda::scan::STATUS_SLOT;
-        s.push_str(&format!("#define MGPU_STATUS_SLOT {slot}\n"));
+        // The look-back status layout, which the host allocates (cuda/scan.rs).
+        s.push_str(&format!(
+            "#define MGPU_STATUS_SLOT {}\n#define MGPU_VALUE_RECORD {}\n",
+            crate::cuda::scan::STATUS_SLOT,
+            crate::cuda::scan::value_record(std::mem::size_of::<T>())
+        ));
     }
     s.push_str(&format!(
         "#define MGPU_COMMUTATIVE {}\n",

@@ -34,8 +34,9 @@ unsafe impl DeviceRepr for TileStatusArgs {}
 /// 0.754-0.760 / 1.637; 256 bytes 0.767 / 1.703.
 pub(crate) const STATUS_SLOT: usize = 64;
 
-/// Bytes of a tile's value record (`MGPU_VALUE_RECORD`): 0 when the value is packed with its tag.
-fn value_record(elem_size: usize) -> usize {
+/// Bytes of a tile's value record (`MGPU_VALUE_RECORD`), its aggregate and inclusive value padded
+/// to whole slots: 0 when the value is packed with its tag.
+pub(crate) fn value_record(elem_size: usize) -> usize {
     if elem_size <= 4 {
         0
     } else {

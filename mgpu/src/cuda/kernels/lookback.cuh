@@ -8,21 +8,23 @@
 // Every tile's status has a slot of its own, MGPU_STATUS_SLOT bytes (whole L2 sectors, set by the
 // host): with 8-byte words side by side, the polls of the ~1,400 tiles in flight and their
 // publishing stores met on the same few lines, and the look-back waited on them (64-byte slots:
-// 0.875x -> 0.954x memcpy for a 2^28 i32 scan, BENCHMARKS.md). A slot's first 8 bytes hold, for elements of up to 4 bytes, one 64-bit word
-// tag << 32 | value bits: one relaxed store publishes both and no fence is needed. Larger elements
-// keep the tag alone in the same high half (bytes 4..8), written with release semantics after the
-// value, and their aggregate and inclusive values in a record per tile of a separate array, so that
-// a reader that saw A never reads a half-overwritten value. Bytes 4..8 of a slot only ever hold
-// tags, whatever the element size of the scan that wrote them: stale bits never read as a tag.
+// 0.875x -> 0.954x memcpy for a 2^28 i32 scan, BENCHMARKS.md). For elements of up to 4 bytes a
+// slot's first 8 bytes hold one 64-bit word, tag << 32 | value bits: one relaxed store publishes
+// both and no fence is needed. Larger elements keep the tag alone in the same high half (bytes
+// 4..8), written with release semantics after the value, and their aggregate and inclusive values
+// in a record of MGPU_VALUE_RECORD bytes per tile in a separate array, so that a reader that saw A
+// never reads a half-overwritten value. Bytes 4..8 of a slot only ever hold tags, whatever the
+// element size of the scan that wrote them: stale bits never read as a tag.
 
 #define MGPU_STATUS_X 0u
 #define MGPU_STATUS_A 1u
 #define MGPU_STATUS_P 2u
 #define MGPU_PACKED_STATUS (sizeof(T) <= 4)
-// Bytes of a tile's value record (unpacked status): aggregate, inclusive, padded to whole slots.
-#define MGPU_VALUE_RECORD ((2 * (int)sizeof(T) + MGPU_STATUS_SLOT - 1) / MGPU_STATUS_SLOT * MGPU_STATUS_SLOT)
 static_assert(MGPU_STATUS_SLOT % 32 == 0 && alignof(T) <= MGPU_STATUS_SLOT,
               "a status slot is whole 32-byte sectors and aligns the element type");
+static_assert(MGPU_PACKED_STATUS || (MGPU_VALUE_RECORD >= 2 * sizeof(T) &&
+                                     MGPU_VALUE_RECORD % MGPU_STATUS_SLOT == 0),
+              "a value record holds the aggregate and the inclusive value in whole slots");
 
 struct TileStatus {
   char* slots;     // MGPU_STATUS_SLOT bytes per tile
