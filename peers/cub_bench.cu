@@ -58,8 +58,8 @@
 static void usage_and_exit() {
   std::fprintf(stderr,
                "usage: cub_bench <algo> <type> <n> [reps]\n"
-               "  algo: reduce scan scan-inclusive memcpy sort-keys sort-pairs radix-keys "
-               "radix-pairs merge\n"
+               "  algo: reduce transform-reduce scan scan-inclusive memcpy sort-keys sort-pairs "
+               "radix-keys radix-pairs merge\n"
                "  type: i32 i64 u32 u64 f32 f64\n"
                "  n:    element count (>= 1; >= 2 for merge)\n"
                "  reps: timed repetitions (default 20)\n");
@@ -117,6 +117,23 @@ __host__ __device__ inline T pair_tag(T k) {
     return static_cast<T>(static_cast<U>(k) ^ static_cast<U>(0x5A5A5A5A5A5A5A5Aull));
   }
 }
+
+// The transform of the transform-reduce benchmark: x*x in the element type.
+// Integers square in the unsigned type of the same width, so the product
+// wraps instead of overflowing a signed type (UB). Floats square in T; the
+// device may fuse the square into the sum (FMA), which the tolerance covers.
+template <class T>
+struct Square {
+  __host__ __device__ T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return x * x;
+    } else {
+      using U = std::make_unsigned_t<T>;
+      const U u = static_cast<U>(x);
+      return static_cast<T>(static_cast<U>(u * u));
+    }
+  }
+};
 
 template <class T>
 inline uint64_t bits_of(T v) {
@@ -282,6 +299,16 @@ static acc_t<T> host_total(uint64_t stream, int64_t n) {
   return s;
 }
 
+// Sum of x*x over the input: each square in T (as the device computes it),
+// accumulated like host_total.
+template <class T>
+static acc_t<T> host_total_squares(uint64_t stream, int64_t n) {
+  const auto sq = Square<T>{};
+  acc_t<T> s = 0;
+  for (int64_t i = 0; i < n; ++i) s += acc_of(sq(gen<T>(stream, static_cast<uint64_t>(i))));
+  return s;
+}
+
 // Tolerances for float sums (relative to the total). Loose enough for the
 // tile-by-tile accumulation order of a decoupled look-back scan in f32, tight
 // enough to catch garbage or missing tiles.
@@ -364,6 +391,35 @@ static Outcome bench_reduce(int64_t n, int reps, cudaStream_t s) {
   if (!ok)
     std::fprintf(stderr, "cub_bench: reduce mismatch: got %.17g want %.17g\n", static_cast<double>(got),
                  static_cast<double>(want));
+  o.check = ok ? "ok" : "FAIL";
+  return o;
+}
+
+// Fused transform-reduce: the squares are never written to memory, so this
+// moves the same bytes as reduce.
+template <class T, class NumT>
+static Outcome bench_transform_reduce(int64_t n, int reps, cudaStream_t s) {
+  DevBuf<T> in(n), out(1);
+  fill(in.p, n, kStreamInput, s);
+  const auto plus = cuda::std::plus<>{};
+  const auto sq = Square<T>{};
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceReduce::TransformReduce(nullptr, bytes, in.p, out.p, static_cast<NumT>(n), plus, sq, T{},
+                                        s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceReduce::TransformReduce(tmp.p, tmp.bytes, in.p, out.p, static_cast<NumT>(n), plus,
+                                              sq, T{}, s);
+  });
+  CK(cudaStreamSynchronize(s));
+  T got = to_host(out.p, 1)[0];
+  acc_t<T> want = host_total_squares<T>(kStreamInput, n);
+  bool ok = close_enough(got, want, reduce_tol<T>(), static_cast<double>(want));
+  if (!ok)
+    std::fprintf(stderr, "cub_bench: transform-reduce mismatch: got %.17g want %.17g\n",
+                 static_cast<double>(got), static_cast<double>(want));
   o.check = ok ? "ok" : "FAIL";
   return o;
 }
@@ -562,12 +618,24 @@ static Outcome bench_merge(int64_t n, int reps, cudaStream_t s) {
 // ---------------------------------------------------------------------------
 // Dispatch
 
-enum class Algo { Reduce, Scan, ScanInclusive, Memcpy, SortKeys, SortPairs, RadixKeys, RadixPairs, Merge };
+enum class Algo {
+  Reduce,
+  TransformReduce,
+  Scan,
+  ScanInclusive,
+  Memcpy,
+  SortKeys,
+  SortPairs,
+  RadixKeys,
+  RadixPairs,
+  Merge
+};
 
 template <class T, class NumT>
 static Outcome run_algo(Algo a, int64_t n, int reps, cudaStream_t s) {
   switch (a) {
     case Algo::Reduce: return bench_reduce<T, NumT>(n, reps, s);
+    case Algo::TransformReduce: return bench_transform_reduce<T, NumT>(n, reps, s);
     case Algo::Scan: return bench_scan<T, NumT>(n, reps, s, false);
     case Algo::ScanInclusive: return bench_scan<T, NumT>(n, reps, s, true);
     case Algo::Memcpy: return bench_memcpy<T>(n, reps, s);
@@ -608,6 +676,7 @@ int main(int argc, char** argv) {
 
   Algo algo;
   if (algo_s == "reduce") algo = Algo::Reduce;
+  else if (algo_s == "transform-reduce") algo = Algo::TransformReduce;
   else if (algo_s == "scan") algo = Algo::Scan;
   else if (algo_s == "scan-inclusive") algo = Algo::ScanInclusive;
   else if (algo_s == "memcpy") algo = Algo::Memcpy;

@@ -79,7 +79,7 @@ fn family_rows<T: Element + mgpu::Arithmetic>(
             ty,
             &t,
             module,
-            &jit::source(module, &op, &t),
+            &jit::source(module, Some(&op), &jit::Load::plain::<T>(), &t),
         )?;
     }
     let comp = Comparator::<T>::less();

@@ -1,16 +1,27 @@
 //! The context: which backend runs the primitives, and the buffers that live on it.
 
+use crate::buffer::{Buffer, Storage};
 use crate::cuda::memory::DeviceMem;
-use crate::cuda::Gpu;
+use crate::cuda::{driver, Gpu};
 use crate::error::{invalid, Error, Result};
 use crate::Element;
+use cudarc::driver::{CudaEvent, CudaStream};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// Where primitives run: an NVIDIA GPU (through CUDA) or the CPU (through rayon).
 ///
-/// All GPU work of a context is queued in order on one stream; only calls that return a value to
-/// the host wait for it.
+/// All GPU work of a context is queued in order on its stream; only calls that return a value to
+/// the host wait for it. [`fork`](Context::fork) gives a context on another stream of the same
+/// GPU, and [`on_cuda_stream`](Context::on_cuda_stream) one on a caller's cudarc stream. A context
+/// is `Send + Sync` and may be used from many threads at once.
+///
+/// State per stream: the look-back scan's status slots and ticket counter. Shared by all the
+/// streams of a GPU: the loaded kernels (and the on-disk kernel cache, shared by every process),
+/// the tuning table, and the device's memory pool. A buffer belongs to the stream of the context
+/// that made it (it is freed and read back there); a primitive on another stream that uses it
+/// waits for that stream's work queued so far, and that stream then waits for the primitive, so
+/// sharing buffers between streams is always safe (and orders the streams where it happens).
 ///
 /// ```
 /// let ctx = mgpu::Context::cpu();
@@ -64,6 +75,116 @@ impl Context {
         Ok(Context {
             backend: Backend::Cuda(Arc::new(Gpu::new(ordinal)?)),
         })
+    }
+
+    /// A context on a new stream of the same GPU, sharing the loaded kernels; work on the two
+    /// streams may run concurrently. The new stream starts after the work queued so far on this
+    /// one. On the CPU, another handle to the CPU backend.
+    ///
+    /// ```
+    /// use mgpu::{Context, Op};
+    /// let ctx = Context::new()?;
+    /// let other = ctx.fork()?;
+    /// let a = ctx.upload(&[1, 2, 3])?;
+    /// let b = other.upload(&[4, 5, 6])?;
+    /// let (x, y) = std::thread::scope(|s| {
+    ///     let x = s.spawn(|| ctx.reduce(&a, &Op::plus()));
+    ///     let y = s.spawn(|| other.reduce(&b, &Op::plus()));
+    ///     (x.join().unwrap(), y.join().unwrap())
+    /// });
+    /// assert_eq!((x?, y?), (6, 15));
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn fork(&self) -> Result<Context> {
+        match &self.backend {
+            Backend::Cpu => Ok(Context::cpu()),
+            Backend::Cuda(g) => {
+                let stream = g.stream.fork().map_err(driver("creating a stream"))?;
+                Ok(Context {
+                    backend: Backend::Cuda(Arc::new(g.with_stream(stream))),
+                })
+            }
+        }
+    }
+
+    /// A context that queues its work on `stream`, a caller's cudarc stream (candle's, burn's, or
+    /// the stream of a `CudaSlice`), so that mgpu's work is ordered with the caller's without any
+    /// extra synchronization. It shares this context's loaded kernels; the stream must belong to
+    /// the same CUDA context.
+    pub fn on_cuda_stream(&self, stream: Arc<CudaStream>) -> Result<Context> {
+        match &self.backend {
+            Backend::Cpu => invalid("on_cuda_stream: the context is the CPU backend"),
+            Backend::Cuda(g) => {
+                if stream.context().cu_ctx() != g.ctx.cu_ctx() {
+                    return invalid(
+                        "on_cuda_stream: the stream belongs to another CUDA context than this Context",
+                    );
+                }
+                Ok(Context {
+                    backend: Backend::Cuda(Arc::new(g.with_stream(stream))),
+                })
+            }
+        }
+    }
+
+    /// A GPU context on a caller's cudarc stream, with a kernel cache of its own (prefer
+    /// [`on_cuda_stream`](Context::on_cuda_stream) of an existing context, which shares it).
+    pub fn from_cuda_stream(stream: Arc<CudaStream>) -> Result<Context> {
+        Ok(Context {
+            backend: Backend::Cuda(Arc::new(Gpu::on_stream(stream)?)),
+        })
+    }
+
+    /// The cudarc stream this context queues its work on (None on the CPU).
+    pub fn cuda_stream(&self) -> Option<&Arc<CudaStream>> {
+        self.gpu().map(|g| &g.stream)
+    }
+
+    /// Records the work queued so far on this context's stream, for another stream to
+    /// [`wait_for`](Context::wait_for). On the CPU, work is done when it returns: the event is
+    /// complete at once.
+    pub fn record_event(&self) -> Result<Event> {
+        match &self.backend {
+            Backend::Cpu => Ok(Event { cuda: None }),
+            Backend::Cuda(g) => Ok(Event {
+                cuda: Some(
+                    g.stream
+                        .record_event(None)
+                        .map_err(driver("recording an event"))?,
+                ),
+            }),
+        }
+    }
+
+    /// Makes the work queued on this context from now on wait for `event`, without blocking the
+    /// host.
+    ///
+    /// ```
+    /// use mgpu::{Context, Op, ScanOptions};
+    /// let ctx = Context::new()?;
+    /// let side = ctx.fork()?;
+    /// let mut data = side.upload(&[1, 2, 3])?;
+    /// side.scan_in_place(&mut data, &Op::plus(), ScanOptions::inclusive())?;
+    /// ctx.wait_for(&side.record_event()?)?;   // ctx's next work sees the scan's result
+    /// assert_eq!(ctx.reduce(&data, &Op::maximum())?, 6);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn wait_for(&self, event: &Event) -> Result<()> {
+        match (&self.backend, &event.cuda) {
+            (Backend::Cuda(g), Some(e)) => {
+                if e.context().cu_ctx() != g.ctx.cu_ctx() {
+                    return invalid("wait_for: the event belongs to another CUDA context");
+                }
+                g.stream.wait(e).map_err(driver("waiting for an event"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Makes the work queued on this context from now on wait for the work queued so far on
+    /// `other` (`wait_for(&other.record_event()?)`).
+    pub fn join(&self, other: &Context) -> Result<()> {
+        self.wait_for(&other.record_event()?)
     }
 
     /// True on the GPU backend.
@@ -164,30 +285,6 @@ impl Context {
         }
     }
 
-    /// Copies `src` into the first `src.len()` elements of `dst` (a device-to-device memcpy on
-    /// the GPU).
-    pub fn copy<T: Element>(&self, src: &Buffer<T>, dst: &mut Buffer<T>) -> Result<()> {
-        check_backend(self, src, "the source")?;
-        check_backend(self, dst, "the destination")?;
-        if dst.len() < src.len() {
-            return invalid(format!(
-                "copy: destination holds {} elements, source {}",
-                dst.len(),
-                src.len()
-            ));
-        }
-        match (&src.storage, &mut dst.storage) {
-            (Storage::Host(s), Storage::Host(d)) => {
-                d[..s.len()].copy_from_slice(s);
-                Ok(())
-            }
-            (Storage::Device { mem: s, .. }, Storage::Device { mem: d, .. }) => {
-                crate::cuda::memory::copy(s, d, std::mem::size_of::<T>() * src.len())
-            }
-            _ => unreachable!("validated"),
-        }
-    }
-
     /// Runs `work` and returns the time it took in milliseconds: measured with CUDA events around
     /// the work it queues on the GPU (launch overhead on the host not included, so queue enough
     /// work), or with the wall clock on the CPU.
@@ -210,121 +307,24 @@ impl Context {
     }
 }
 
-/// A sequence of elements living on a context's backend: device memory on the GPU, a `Vec` on the
-/// CPU.
-pub struct Buffer<T: Element> {
-    pub(crate) storage: Storage<T>,
+/// A point in a stream's work, from [`Context::record_event`], for another stream to wait for.
+pub struct Event {
+    cuda: Option<CudaEvent>,
 }
 
-pub(crate) enum Storage<T> {
-    Host(Vec<T>),
-    Device {
-        mem: DeviceMem,
-        len: usize,
-        _t: PhantomData<T>,
-    },
+impl Event {
+    /// Blocks the host until the recorded work is done.
+    pub fn synchronize(&self) -> Result<()> {
+        match &self.cuda {
+            Some(e) => e.synchronize().map_err(driver("waiting for an event")),
+            None => Ok(()),
+        }
+    }
 }
 
-impl<T: Element> std::fmt::Debug for Buffer<T> {
+impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let place = if self.is_device() { "device" } else { "host" };
-        write!(
-            f,
-            "Buffer<{}>({} elements on the {place})",
-            T::CUDA_TYPE,
-            self.len()
-        )
-    }
-}
-
-impl<T: Element> Buffer<T> {
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        match &self.storage {
-            Storage::Host(v) => v.len(),
-            Storage::Device { len, .. } => *len,
-        }
-    }
-
-    /// True when the buffer holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// True when the buffer lives in GPU memory.
-    pub fn is_device(&self) -> bool {
-        matches!(self.storage, Storage::Device { .. })
-    }
-
-    /// Copies the buffer to the host (waits for queued work).
-    pub fn to_vec(&self) -> Result<Vec<T>> {
-        match &self.storage {
-            Storage::Host(v) => Ok(v.clone()),
-            Storage::Device { mem, len, .. } => {
-                let mut out = vec![T::zeroed(); *len];
-                mem.download(0, &mut out)?;
-                Ok(out)
-            }
-        }
-    }
-
-    /// Overwrites the buffer with `data`, which must have the buffer's length.
-    pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
-        if data.len() != self.len() {
-            return invalid(format!(
-                "copy_from_host: {} elements given for a buffer of {}",
-                data.len(),
-                self.len()
-            ));
-        }
-        match &mut self.storage {
-            Storage::Host(v) => {
-                v.copy_from_slice(data);
-                Ok(())
-            }
-            Storage::Device { mem, .. } => mem.upload(0, data),
-        }
-    }
-
-    /// Hands the device memory to a cudarc slice without copying.
-    pub fn into_cuda_slice(self) -> Result<cudarc::driver::CudaSlice<T>>
-    where
-        T: cudarc::driver::DeviceRepr,
-    {
-        match self.storage {
-            Storage::Host(_) => invalid("into_cuda_slice: the buffer lives on the CPU backend"),
-            Storage::Device { mem, len, .. } => Ok(mem.into_cuda_slice(len)),
-        }
-    }
-
-    /// The host slice (CPU backend) or the device address (GPU backend).
-    pub(crate) fn place(&self) -> Place<'_, T> {
-        match &self.storage {
-            Storage::Host(v) => Place::Host(v),
-            Storage::Device { mem, .. } => Place::Device(mem),
-        }
-    }
-}
-
-pub(crate) enum Place<'a, T> {
-    Host(&'a [T]),
-    Device(&'a DeviceMem),
-}
-
-/// Checks that a buffer lives on the context's backend (and device).
-pub(crate) fn check_backend<T: Element>(ctx: &Context, b: &Buffer<T>, what: &str) -> Result<()> {
-    match (&ctx.backend, &b.storage) {
-        (Backend::Cpu, Storage::Host(_)) => Ok(()),
-        (Backend::Cuda(g), Storage::Device { mem, .. }) => {
-            if Arc::ptr_eq(g, &mem.gpu) || g.ctx.cu_ctx() == mem.gpu.ctx.cu_ctx() {
-                Ok(())
-            } else {
-                invalid(format!("{what} belongs to another GPU context"))
-            }
-        }
-        (Backend::Cpu, _) => invalid(format!("{what} lives on a GPU but the context is the CPU")),
-        (Backend::Cuda(_), _) => {
-            invalid(format!("{what} lives on the CPU but the context is a GPU"))
-        }
+        let on = if self.cuda.is_some() { "gpu" } else { "cpu" };
+        write!(f, "Event({on})")
     }
 }

@@ -15,10 +15,14 @@
 //! # Ok::<(), mgpu::Error>(())
 //! ```
 //!
-//! Layout: [`Context`] and [`Buffer`] (where data lives), [`Element`] and [`Op`] (what is
-//! computed), [`tuning`] (launch parameters per architecture), the primitives as methods of
-//! `Context`, the CPU backend in `cpu` and the CUDA backend in [`cuda`].
+//! Layout: [`Context`] (a backend, and on the GPU a stream), [`Buffer`] and its views [`View`] /
+//! [`ViewMut`] (where data lives, taken by every primitive through [`Slice`] / [`SliceMut`]),
+//! [`Source`] (what reduce, scan and copy read: memory, a [`Map`]ped input, a [`Counting`]
+//! sequence), [`Element`] and [`Op`] (what is computed), [`tuning`] (launch parameters per
+//! architecture), the primitives as methods of `Context`, the CPU backend in `cpu` and the CUDA
+//! backend in [`cuda`].
 
+pub mod buffer;
 pub mod context;
 pub mod cpu;
 pub mod cuda;
@@ -28,13 +32,17 @@ pub mod op;
 pub mod reduce;
 pub mod scan;
 pub mod sort;
+pub mod source;
+pub mod transform;
 pub mod tuning;
 
+pub use buffer::{Buffer, Slice, SliceMut, View, ViewMut};
 pub use bytemuck;
-pub use context::{Buffer, Context};
+pub use context::{Context, Event};
 pub use element::Element;
 pub use error::{Error, Result};
 pub use op::{Arithmetic, Bitwise, Comparator, Op};
 pub use reduce::Total;
 pub use scan::{ScanAlgorithm, ScanKind, ScanOptions};
+pub use source::{Counting, Map, Mapped, Source};
 pub use tuning::Tuning;

@@ -121,6 +121,10 @@ pub trait Arithmetic: Element + PartialOrd {
     /// The CUDA type in which integer `+` and `*` wrap without undefined behaviour.
     #[doc(hidden)]
     const CUDA_WRAP_TYPE: &'static str;
+    /// `start + i`: wrapping for integers; for floats, `i` converted to the type (rounded to
+    /// nearest), then added. The CUDA side is `Load::counting`'s expression.
+    #[doc(hidden)]
+    fn count_from(start: Self, i: u64) -> Self;
 }
 
 /// Built-in integer element types, for the bitwise operators.
@@ -145,6 +149,7 @@ macro_rules! int_arith {
             fn add(a: Self, b: Self) -> Self { a.wrapping_add(b) }
             fn mul(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
             const CUDA_WRAP_TYPE: &'static str = $wrap;
+            fn count_from(start: Self, i: u64) -> Self { start.wrapping_add(i as Self) }
         }
         impl Bitwise for $t {
             const ALL_ONES: Self = !0;
@@ -168,6 +173,7 @@ macro_rules! float_arith {
             fn add(a: Self, b: Self) -> Self { a + b }
             fn mul(a: Self, b: Self) -> Self { a * b }
             const CUDA_WRAP_TYPE: &'static str = "";
+            fn count_from(start: Self, i: u64) -> Self { start + i as Self }
         }
     )*};
 }

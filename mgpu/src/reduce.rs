@@ -1,10 +1,14 @@
-//! Reduce: fold a sequence with an associative operator (the seed's `Reduce`).
+//! Reduce: fold a sequence with an associative operator (the seed's `Reduce`), over a buffer, a
+//! view, a mapped input (transform-reduce) or a counting sequence.
 
-use crate::context::{check_backend, Backend, Place};
-use crate::cuda::{self, memory::DeviceMem};
+use crate::buffer::{check_place, ViewMut};
+use crate::context::{Backend, Context};
+use crate::cuda::{self, memory::DeviceMem, Gpu};
 use crate::error::{invalid, Result};
+use crate::source::Source;
 use crate::tuning::{self, Family, Tuning};
-use crate::{cpu, Buffer, Context, Element, Op};
+use crate::{cpu, Element, Op, SliceMut};
+use std::sync::Arc;
 
 /// Where a total (a reduction, or a scan's total) is delivered.
 pub enum Total<'a, T: Element> {
@@ -12,58 +16,65 @@ pub enum Total<'a, T: Element> {
     None,
     /// Returned to the host (the call waits for the GPU).
     Host,
-    /// Written to element 0 of a buffer, without waiting.
-    Device(&'a mut Buffer<T>),
-    /// Both: written to element 0 of the buffer and returned to the host.
-    Both(&'a mut Buffer<T>),
+    /// Written to element 0 of a buffer or view, without waiting.
+    Device(&'a mut dyn SliceMut<T>),
+    /// Both: written to element 0 of the buffer or view and returned to the host.
+    Both(&'a mut dyn SliceMut<T>),
 }
 
-impl<T: Element> Total<'_, T> {
-    pub(crate) fn device(&self) -> Option<&Buffer<T>> {
-        match self {
-            Total::Device(b) | Total::Both(b) => Some(b),
-            _ => None,
-        }
-    }
-    pub(crate) fn wants_host(&self) -> bool {
-        matches!(self, Total::Host | Total::Both(_))
-    }
-    pub(crate) fn wanted(&self) -> bool {
-        !matches!(self, Total::None)
-    }
+/// A validated total destination.
+pub(crate) struct TotalTo<'a, T: Element> {
+    device: Option<ViewMut<'a, T>>,
+    host: bool,
+}
 
+impl<'a, T: Element> Total<'a, T> {
     /// Checks the device destination before anything runs.
-    pub(crate) fn validate(&self, ctx: &Context) -> Result<()> {
-        if let Some(b) = self.device() {
-            check_backend(ctx, b, "the total's buffer")?;
-            if b.is_empty() {
+    pub(crate) fn validate(self, ctx: &Context) -> Result<TotalTo<'a, T>> {
+        let host = matches!(self, Total::Host | Total::Both(_));
+        let device = match self {
+            Total::Device(b) | Total::Both(b) => Some(b.view_mut()),
+            _ => None,
+        };
+        if let Some(d) = &device {
+            check_place(ctx, &d.at, "the total's buffer")?;
+            if d.is_empty() {
                 return invalid("the total's buffer is empty: it needs room for one element");
             }
         }
-        Ok(())
+        Ok(TotalTo { device, host })
+    }
+}
+
+impl<T: Element> TotalTo<'_, T> {
+    pub(crate) fn wanted(&self) -> bool {
+        self.host || self.device.is_some()
+    }
+
+    /// The stream the device destination lives on, if any.
+    pub(crate) fn home(&self) -> Option<&Arc<Gpu>> {
+        self.device
+            .as_ref()
+            .and_then(|d| d.at.device())
+            .map(|d| d.0)
     }
 
     /// CPU backend: deliver a computed total.
-    pub(crate) fn deliver_host(self, value: T) -> Result<Option<T>> {
-        let host = self.wants_host();
-        if let Total::Device(b) | Total::Both(b) = self {
-            if let crate::context::Storage::Host(v) = &mut b.storage {
-                v[0] = value;
-            }
+    pub(crate) fn deliver_host(mut self, value: T) -> Result<Option<T>> {
+        if let Some(out) = self.device.as_mut().and_then(|d| d.host_mut()) {
+            out[0] = value;
         }
-        Ok(host.then_some(value))
+        Ok(self.host.then_some(value))
     }
 
-    /// GPU backend: the device address the kernel should write the total to, and a temporary
-    /// holding it when the caller gave no buffer.
-    pub(crate) fn device_slot(&self, ctx: &Context) -> Result<(u64, Option<DeviceMem>)> {
-        if let Some(b) = self.device() {
-            if let Place::Device(m) = b.place() {
-                return Ok((m.ptr, None));
-            }
+    /// GPU backend: the device address the kernel should write the total to (0: none), and a
+    /// temporary holding it when the caller gave no buffer.
+    pub(crate) fn device_slot(&self, gpu: &Arc<Gpu>) -> Result<(u64, Option<DeviceMem>)> {
+        if let Some((_, ptr)) = self.device.as_ref().and_then(|d| d.at.device()) {
+            return Ok((ptr, None));
         }
-        if self.wants_host() {
-            let tmp = DeviceMem::alloc(ctx.gpu().unwrap(), std::mem::size_of::<T>())?;
+        if self.host {
+            let tmp = DeviceMem::alloc(gpu, std::mem::size_of::<T>())?;
             return Ok((tmp.ptr, Some(tmp)));
         }
         Ok((0, None))
@@ -71,34 +82,34 @@ impl<T: Element> Total<'_, T> {
 
     /// GPU backend: read the total back if the host wants it.
     pub(crate) fn finish_device(&self, slot: &(u64, Option<DeviceMem>)) -> Result<Option<T>> {
-        if !self.wants_host() {
+        if !self.host {
             return Ok(None);
         }
-        let mem = match (&slot.1, self.device()) {
-            (Some(tmp), _) => tmp,
-            (None, Some(b)) => match b.place() {
-                Place::Device(m) => m,
-                Place::Host(_) => unreachable!("validated"),
-            },
-            (None, None) => unreachable!("a host total always has a slot"),
-        };
         let mut v = [T::zeroed()];
-        mem.download(0, &mut v)?;
+        match (&slot.1, self.home()) {
+            (Some(tmp), _) => tmp.download(0, &mut v)?,
+            (None, Some(home)) => home.download(slot.0, &mut v)?,
+            (None, None) => unreachable!("a host total always has a slot"),
+        }
         Ok(Some(v[0]))
     }
 }
 
 impl Context {
     /// Reduces `input` with `op` and returns the result to the host (the identity when empty).
+    /// `input` is a buffer, a view, a mapped input (`x.map(&f)`: transform-reduce) or a
+    /// [`Counting`](crate::Counting) sequence.
     ///
     /// ```
-    /// use mgpu::{Context, Op};
+    /// use mgpu::{Context, Map, Op};
     /// let ctx = Context::cpu();
     /// let data = ctx.upload(&[276, 705, 679, 2])?;
     /// assert_eq!(ctx.reduce(&data, &Op::maximum())?, 705);
+    /// assert_eq!(ctx.reduce(&data.slice(2..), &Op::plus())?, 681);
+    /// assert_eq!(ctx.reduce(&data.map(&Map::square()), &Op::plus())?, 1_034_246);
     /// # Ok::<(), mgpu::Error>(())
     /// ```
-    pub fn reduce<T: Element>(&self, input: &Buffer<T>, op: &Op<T>) -> Result<T> {
+    pub fn reduce<T: Element>(&self, input: &impl Source<T>, op: &Op<T>) -> Result<T> {
         Ok(self
             .reduce_with(input, op, Total::Host, None)?
             .expect("host total requested"))
@@ -117,9 +128,9 @@ impl Context {
     /// ```
     pub fn reduce_to_device<T: Element>(
         &self,
-        input: &Buffer<T>,
+        input: &impl Source<T>,
         op: &Op<T>,
-        out: &mut Buffer<T>,
+        out: &mut impl SliceMut<T>,
     ) -> Result<()> {
         self.reduce_with(input, op, Total::Device(out), None)
             .map(|_| ())
@@ -140,13 +151,14 @@ impl Context {
     /// ```
     pub fn reduce_with<T: Element>(
         &self,
-        input: &Buffer<T>,
+        input: &impl Source<T>,
         op: &Op<T>,
         to: Total<'_, T>,
         tuning: Option<Tuning>,
     ) -> Result<Option<T>> {
-        check_backend(self, input, "the input")?;
-        to.validate(self)?;
+        let input = input.parts();
+        input.check(self, "the input")?;
+        let to = to.validate(self)?;
         let tuning = tuning::resolve(
             Family::Reduce,
             self.arch(),
@@ -154,22 +166,18 @@ impl Context {
             tuning,
         )?;
         match &self.backend {
-            Backend::Cpu => {
-                let Place::Host(data) = input.place() else {
-                    unreachable!("validated")
-                };
-                let value = cpu::reduce(data, op);
-                to.deliver_host(value)
-            }
+            Backend::Cpu => to.deliver_host(cpu::reduce_source(input.host(), input.len, op)),
             Backend::Cuda(gpu) => {
                 if !to.wanted() {
                     return Ok(None);
                 }
-                let Place::Device(mem) = input.place() else {
-                    unreachable!("validated")
-                };
-                let slot = to.device_slot(self)?;
-                cuda::reduce::reduce(gpu, mem.ptr, input.len() as u64, op, slot.0, &tuning)?;
+                let (arg, load, home) = input.device();
+                let homes: Vec<_> = [home, to.home()].into_iter().flatten().collect();
+                let slot = gpu.ordered(&homes, || {
+                    let slot = to.device_slot(gpu)?;
+                    cuda::reduce::reduce(gpu, arg, load, input.len as u64, op, slot.0, &tuning)?;
+                    Ok(slot)
+                })?;
                 to.finish_device(&slot)
             }
         }

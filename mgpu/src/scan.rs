@@ -1,11 +1,14 @@
 //! Scan: prefix sums under any associative operator (the seed's `Scan`), exclusive or inclusive,
 //! out of place or in place, with the total to the host and/or device memory.
 
-use crate::context::{check_backend, Backend, Place, Storage};
+use crate::buffer::{output, ViewMut};
+use crate::context::Backend;
 use crate::cuda;
+use crate::cuda::jit::Load;
 use crate::error::{invalid, Result};
+use crate::source::{Source, SourceParts};
 use crate::tuning::{self, Family, Tuning};
-use crate::{cpu, Buffer, Context, Element, Op, Total};
+use crate::{cpu, Context, Element, Op, SliceMut, Total};
 
 /// Exclusive (`out[i] = in[0] op .. op in[i-1]`, `out[0]` the identity) or inclusive
 /// (`out[i] = in[0] op .. op in[i]`).
@@ -68,21 +71,28 @@ impl ScanOptions {
 }
 
 impl Context {
-    /// Scans `input` into the first `input.len()` elements of `output`.
+    /// Scans `input` into the first `input.len()` elements of `output`. `input` is a buffer, a
+    /// view, a mapped input (`x.map(&f)`: transform-scan, whose input and output types may
+    /// differ) or a [`Counting`](crate::Counting) sequence.
     ///
     /// ```
-    /// use mgpu::{Context, Op, ScanOptions};
+    /// use mgpu::{Context, Map, Op, ScanOptions};
     /// let ctx = Context::cpu();
     /// let input = ctx.upload(&[1, 7, 4, 0, 9])?;
     /// let mut out = ctx.zeros::<i32>(5)?;
     /// ctx.scan(&input, &mut out, &Op::plus(), ScanOptions::exclusive())?;
     /// assert_eq!(out.to_vec()?, vec![0, 1, 8, 12, 12]);
+    /// // Running sums of squares, widened to i64 as they are loaded, into a view:
+    /// let mut wide = ctx.zeros::<i64>(6)?;
+    /// let sq = Map::new("sq64", |x: i32| (x as i64) * (x as i64), "(long long)x * x");
+    /// ctx.scan(&input.map(&sq), &mut wide.slice_mut(1..), &Op::plus(), ScanOptions::inclusive())?;
+    /// assert_eq!(wide.to_vec()?, vec![0, 1, 50, 66, 66, 147]);
     /// # Ok::<(), mgpu::Error>(())
     /// ```
     pub fn scan<T: Element>(
         &self,
-        input: &Buffer<T>,
-        output: &mut Buffer<T>,
+        input: &impl Source<T>,
+        output: &mut impl SliceMut<T>,
         op: &Op<T>,
         options: ScanOptions,
     ) -> Result<()> {
@@ -102,7 +112,7 @@ impl Context {
     /// ```
     pub fn scan_in_place<T: Element>(
         &self,
-        data: &mut Buffer<T>,
+        data: &mut impl SliceMut<T>,
         op: &Op<T>,
         options: ScanOptions,
     ) -> Result<()> {
@@ -124,19 +134,20 @@ impl Context {
     /// ```
     pub fn scan_with<T: Element>(
         &self,
-        input: &Buffer<T>,
-        output: &mut Buffer<T>,
+        input: &impl Source<T>,
+        output: &mut impl SliceMut<T>,
         op: &Op<T>,
         options: ScanOptions,
         total: Total<'_, T>,
     ) -> Result<Option<T>> {
-        check_backend(self, input, "the input")?;
-        check_backend(self, output, "the output")?;
-        if output.len() < input.len() {
+        let input = input.parts();
+        input.check(self, "the input")?;
+        let output = crate::buffer::output(self, output, "the output")?;
+        if output.len() < input.len {
             return invalid(format!(
                 "scan: the output holds {} elements but the input has {}",
                 output.len(),
-                input.len()
+                input.len
             ));
         }
         self.scan_impl(Some(input), output, op, options, total)
@@ -145,65 +156,74 @@ impl Context {
     /// [`scan_in_place`](Context::scan_in_place) with the total delivered where `total` says.
     pub fn scan_in_place_with<T: Element>(
         &self,
-        data: &mut Buffer<T>,
+        data: &mut impl SliceMut<T>,
         op: &Op<T>,
         options: ScanOptions,
         total: Total<'_, T>,
     ) -> Result<Option<T>> {
-        check_backend(self, data, "the data")?;
+        let data = output(self, data, "the data")?;
         self.scan_impl(None, data, op, options, total)
     }
 
     fn scan_impl<T: Element>(
         &self,
-        input: Option<&Buffer<T>>,
-        output: &mut Buffer<T>,
+        input: Option<SourceParts<'_, T>>,
+        mut output: ViewMut<'_, T>,
         op: &Op<T>,
         options: ScanOptions,
         total: Total<'_, T>,
     ) -> Result<Option<T>> {
-        total.validate(self)?;
-        let tuning = tuning::resolve(
+        let total = total.validate(self)?;
+        let mut tuning = tuning::resolve(
             Family::Scan,
             self.arch(),
             std::mem::size_of::<T>(),
             options.tuning,
         )?;
+        if options.tuning.is_none() && input.as_ref().is_some_and(|s| s.computed()) {
+            tuning = tuning::for_computed_input(tuning);
+        }
         let exclusive = options.kind == ScanKind::Exclusive;
         match &self.backend {
             Backend::Cpu => {
-                let Storage::Host(out) = &mut output.storage else {
-                    unreachable!("validated")
-                };
-                let value = match input.map(|b| b.place()) {
-                    Some(Place::Host(inp)) => cpu::scan(inp, out, op, exclusive),
+                let out = output.host_mut().expect("validated");
+                let value = match &input {
+                    Some(src) => {
+                        let out = &mut out[..src.len];
+                        cpu::fill(src.host(), out);
+                        cpu::scan_in_place(out, op, exclusive)
+                    }
                     None => cpu::scan_in_place(out, op, exclusive),
-                    Some(Place::Device(_)) => unreachable!("validated"),
                 };
                 total.deliver_host(value)
             }
             Backend::Cuda(gpu) => {
-                let Place::Device(out) = output.place() else {
-                    unreachable!("validated")
+                let (out_home, out) = output.at.device().expect("validated");
+                let plain = Load::plain::<T>();
+                let (arg, load, in_home) = match &input {
+                    Some(src) => src.device(),
+                    None => (out, &plain, None),
                 };
-                let in_ptr = match input.map(|b| b.place()) {
-                    Some(Place::Device(m)) => m.ptr,
-                    None => out.ptr,
-                    Some(Place::Host(_)) => unreachable!("validated"),
-                };
-                let count = input.map_or(output.len(), |b| b.len()) as u64;
-                let slot = total.device_slot(self)?;
-                cuda::scan::scan(
-                    gpu,
-                    in_ptr,
-                    out.ptr,
-                    count,
-                    op,
-                    exclusive,
-                    options.algorithm,
-                    slot.0,
-                    &tuning,
-                )?;
+                let count = input.as_ref().map_or(output.len(), |s| s.len) as u64;
+                let homes: Vec<_> = [Some(out_home), in_home, total.home()]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                let slot = gpu.ordered(&homes, || {
+                    let slot = total.device_slot(gpu)?;
+                    cuda::scan::scan(
+                        gpu,
+                        (arg, load),
+                        out,
+                        count,
+                        op,
+                        exclusive,
+                        options.algorithm,
+                        slot.0,
+                        &tuning,
+                    )?;
+                    Ok(slot)
+                })?;
                 total.finish_device(&slot)
             }
         }

@@ -1,11 +1,13 @@
 //! Mergesort and merge (the seed's MergesortKeys / MergesortPairs / MergesortIndices and Merge):
 //! stable, under any strict weak order.
 
-use crate::context::{check_backend, Backend, Place, Storage};
-use crate::cuda::{self, jit::SortValues};
+use crate::buffer::{input, output, View, ViewMut};
+use crate::context::Backend;
+use crate::cuda::{self, jit::SortValues, Gpu};
 use crate::error::{invalid, Result};
 use crate::tuning::{self, Family, Tuning};
-use crate::{cpu, Buffer, Comparator, Context, Element};
+use crate::{cpu, Comparator, Context, Element, Slice, SliceMut};
+use std::sync::Arc;
 
 fn sort_tuning(
     ctx: &Context,
@@ -22,11 +24,13 @@ fn sort_tuning(
     )
 }
 
-fn device_ptr<T: Element>(b: &Buffer<T>) -> u64 {
-    match b.place() {
-        Place::Device(m) => m.ptr,
-        Place::Host(_) => unreachable!("validated"),
-    }
+/// A view's stream and device address (GPU backend, validated).
+fn dev<'a, T: Element>(v: &View<'a, T>) -> (&'a Arc<Gpu>, u64) {
+    v.at.device().expect("validated: a device view")
+}
+
+fn dev_mut<'a, T: Element>(v: &ViewMut<'a, T>) -> (&'a Arc<Gpu>, u64) {
+    v.at.device().expect("validated: a device view")
 }
 
 impl Context {
@@ -40,38 +44,34 @@ impl Context {
     /// assert_eq!(keys.to_vec()?, vec![4, 5, 53, 68, 95]);
     /// # Ok::<(), mgpu::Error>(())
     /// ```
-    pub fn sort<K: Element>(&self, keys: &mut Buffer<K>, comparator: &Comparator<K>) -> Result<()> {
+    pub fn sort<K: Element>(
+        &self,
+        keys: &mut impl SliceMut<K>,
+        comparator: &Comparator<K>,
+    ) -> Result<()> {
         self.sort_with_tuning(keys, comparator, None)
     }
 
     /// [`sort`](Context::sort) with a tuning override.
     pub fn sort_with_tuning<K: Element>(
         &self,
-        keys: &mut Buffer<K>,
+        keys: &mut impl SliceMut<K>,
         comparator: &Comparator<K>,
         tuning: Option<Tuning>,
     ) -> Result<()> {
-        check_backend(self, keys, "the keys")?;
+        let mut keys = output(self, keys, "the keys")?;
         let t = sort_tuning(self, Family::SortKeys, std::mem::size_of::<K>(), 0, tuning)?;
         match &self.backend {
             Backend::Cpu => {
-                let Storage::Host(k) = &mut keys.storage else {
-                    unreachable!("validated")
-                };
-                cpu::sort(k, comparator);
+                cpu::sort(keys.host_mut().expect("validated"), comparator);
                 Ok(())
             }
             Backend::Cuda(gpu) => {
                 let n = keys.len() as u64;
-                cuda::sort::sort::<K, K>(
-                    gpu,
-                    device_ptr(keys),
-                    0,
-                    n,
-                    comparator,
-                    SortValues::None,
-                    &t,
-                )
+                let (home, k) = dev_mut(&keys);
+                gpu.ordered(&[home], || {
+                    cuda::sort::sort::<K, K>(gpu, k, 0, n, comparator, SortValues::None, &t)
+                })
             }
         }
     }
@@ -90,8 +90,8 @@ impl Context {
     /// ```
     pub fn sort_pairs<K: Element, V: Element>(
         &self,
-        keys: &mut Buffer<K>,
-        values: &mut Buffer<V>,
+        keys: &mut impl SliceMut<K>,
+        values: &mut impl SliceMut<V>,
         comparator: &Comparator<K>,
     ) -> Result<()> {
         self.sort_pairs_with_tuning(keys, values, comparator, None)
@@ -100,13 +100,13 @@ impl Context {
     /// [`sort_pairs`](Context::sort_pairs) with a tuning override.
     pub fn sort_pairs_with_tuning<K: Element, V: Element>(
         &self,
-        keys: &mut Buffer<K>,
-        values: &mut Buffer<V>,
+        keys: &mut impl SliceMut<K>,
+        values: &mut impl SliceMut<V>,
         comparator: &Comparator<K>,
         tuning: Option<Tuning>,
     ) -> Result<()> {
-        check_backend(self, keys, "the keys")?;
-        check_backend(self, values, "the values")?;
+        let mut keys = output(self, keys, "the keys")?;
+        let mut values = output(self, values, "the values")?;
         if keys.len() != values.len() {
             return invalid(format!(
                 "sort_pairs: {} keys but {} values (they must be equal)",
@@ -123,19 +123,16 @@ impl Context {
         )?;
         match &self.backend {
             Backend::Cpu => {
-                let Storage::Host(k) = &mut keys.storage else {
-                    unreachable!("validated")
-                };
-                let Storage::Host(v) = &mut values.storage else {
-                    unreachable!("validated")
-                };
-                cpu::sort_pairs(k, v, comparator);
+                let k = keys.host_mut().expect("validated");
+                cpu::sort_pairs(k, values.host_mut().expect("validated"), comparator);
                 Ok(())
             }
             Backend::Cuda(gpu) => {
                 let n = keys.len() as u64;
-                let (k, v) = (device_ptr(keys), device_ptr(values));
-                cuda::sort::sort::<K, V>(gpu, k, v, n, comparator, SortValues::Pairs, &t)
+                let ((kh, k), (vh, v)) = (dev_mut(&keys), dev_mut(&values));
+                gpu.ordered(&[kh, vh], || {
+                    cuda::sort::sort::<K, V>(gpu, k, v, n, comparator, SortValues::Pairs, &t)
+                })
             }
         }
     }
@@ -154,12 +151,12 @@ impl Context {
     /// ```
     pub fn sort_indices<K: Element>(
         &self,
-        keys: &mut Buffer<K>,
-        indices: &mut Buffer<u32>,
+        keys: &mut impl SliceMut<K>,
+        indices: &mut impl SliceMut<u32>,
         comparator: &Comparator<K>,
     ) -> Result<()> {
-        check_backend(self, keys, "the keys")?;
-        check_backend(self, indices, "the indices")?;
+        let mut keys = output(self, keys, "the keys")?;
+        let mut indices = output(self, indices, "the indices")?;
         if keys.len() != indices.len() {
             return invalid(format!(
                 "sort_indices: {} keys but {} indices (they must be equal)",
@@ -176,22 +173,19 @@ impl Context {
         let t = sort_tuning(self, Family::SortPairs, std::mem::size_of::<K>(), 4, None)?;
         match &self.backend {
             Backend::Cpu => {
-                let Storage::Host(k) = &mut keys.storage else {
-                    unreachable!("validated")
-                };
-                let Storage::Host(v) = &mut indices.storage else {
-                    unreachable!("validated")
-                };
+                let v = indices.host_mut().expect("validated");
                 for (i, x) in v.iter_mut().enumerate() {
                     *x = i as u32;
                 }
-                cpu::sort_pairs(k, v, comparator);
+                cpu::sort_pairs(keys.host_mut().expect("validated"), v, comparator);
                 Ok(())
             }
             Backend::Cuda(gpu) => {
                 let n = keys.len() as u64;
-                let (k, v) = (device_ptr(keys), device_ptr(indices));
-                cuda::sort::sort::<K, u32>(gpu, k, v, n, comparator, SortValues::Indices, &t)
+                let ((kh, k), (vh, v)) = (dev_mut(&keys), dev_mut(&indices));
+                gpu.ordered(&[kh, vh], || {
+                    cuda::sort::sort::<K, u32>(gpu, k, v, n, comparator, SortValues::Indices, &t)
+                })
             }
         }
     }
@@ -211,14 +205,14 @@ impl Context {
     /// ```
     pub fn merge<K: Element>(
         &self,
-        a: &Buffer<K>,
-        b: &Buffer<K>,
-        out: &mut Buffer<K>,
+        a: &impl Slice<K>,
+        b: &impl Slice<K>,
+        out: &mut impl SliceMut<K>,
         comparator: &Comparator<K>,
     ) -> Result<()> {
-        check_backend(self, a, "A")?;
-        check_backend(self, b, "B")?;
-        check_backend(self, out, "the output")?;
+        let a = input(self, a, "A")?;
+        let b = input(self, b, "B")?;
+        let mut out = output(self, out, "the output")?;
         if out.len() < a.len() + b.len() {
             return invalid(format!(
                 "merge: the output holds {} elements, A and B have {}",
@@ -229,24 +223,28 @@ impl Context {
         let t = sort_tuning(self, Family::SortKeys, std::mem::size_of::<K>(), 0, None)?;
         match &self.backend {
             Backend::Cpu => {
-                let (Place::Host(x), Place::Host(y)) = (a.place(), b.place()) else {
-                    unreachable!("validated")
-                };
-                let Storage::Host(o) = &mut out.storage else {
-                    unreachable!("validated")
-                };
+                let (x, y) = (
+                    a.at.host().expect("validated"),
+                    b.at.host().expect("validated"),
+                );
+                let o = out.host_mut().expect("validated");
                 cpu::merge::<K, K>((x, None), (y, None), o, None, comparator);
                 Ok(())
             }
-            Backend::Cuda(gpu) => cuda::sort::merge::<K, K>(
-                gpu,
-                (device_ptr(a), 0, a.len() as u64),
-                (device_ptr(b), 0, b.len() as u64),
-                (device_ptr(out), 0),
-                comparator,
-                SortValues::None,
-                &t,
-            ),
+            Backend::Cuda(gpu) => {
+                let ((ah, ap), (bh, bp), (oh, op)) = (dev(&a), dev(&b), dev_mut(&out));
+                gpu.ordered(&[ah, bh, oh], || {
+                    cuda::sort::merge::<K, K>(
+                        gpu,
+                        (ap, 0, a.len() as u64),
+                        (bp, 0, b.len() as u64),
+                        (op, 0),
+                        comparator,
+                        SortValues::None,
+                        &t,
+                    )
+                })
+            }
         }
     }
 
@@ -255,14 +253,20 @@ impl Context {
     #[allow(clippy::too_many_arguments)]
     pub fn merge_pairs<K: Element, V: Element>(
         &self,
-        a_keys: &Buffer<K>,
-        a_values: &Buffer<V>,
-        b_keys: &Buffer<K>,
-        b_values: &Buffer<V>,
-        out_keys: &mut Buffer<K>,
-        out_values: &mut Buffer<V>,
+        a_keys: &impl Slice<K>,
+        a_values: &impl Slice<V>,
+        b_keys: &impl Slice<K>,
+        b_values: &impl Slice<V>,
+        out_keys: &mut impl SliceMut<K>,
+        out_values: &mut impl SliceMut<V>,
         comparator: &Comparator<K>,
     ) -> Result<()> {
+        let a_keys = input(self, a_keys, "A's keys")?;
+        let a_values = input(self, a_values, "A's values")?;
+        let b_keys = input(self, b_keys, "B's keys")?;
+        let b_values = input(self, b_values, "B's values")?;
+        let mut out_keys = output(self, out_keys, "the output keys")?;
+        let mut out_values = output(self, out_values, "the output values")?;
         for (what, len, other) in [
             ("A", a_keys.len(), a_values.len()),
             ("B", b_keys.len(), b_values.len()),
@@ -273,12 +277,6 @@ impl Context {
                 ));
             }
         }
-        check_backend(self, a_keys, "A's keys")?;
-        check_backend(self, a_values, "A's values")?;
-        check_backend(self, b_keys, "B's keys")?;
-        check_backend(self, b_values, "B's values")?;
-        check_backend(self, out_keys, "the output keys")?;
-        check_backend(self, out_values, "the output values")?;
         let total = a_keys.len() + b_keys.len();
         if out_keys.len() < total || out_values.len() < total {
             return invalid(format!(
@@ -296,40 +294,31 @@ impl Context {
         )?;
         match &self.backend {
             Backend::Cpu => {
-                let (Place::Host(ak), Place::Host(av), Place::Host(bk), Place::Host(bv)) = (
-                    a_keys.place(),
-                    a_values.place(),
-                    b_keys.place(),
-                    b_values.place(),
-                ) else {
-                    unreachable!("validated")
-                };
-                let Storage::Host(ok) = &mut out_keys.storage else {
-                    unreachable!("validated")
-                };
-                let Storage::Host(ov) = &mut out_values.storage else {
-                    unreachable!("validated")
-                };
+                let (ak, bk) = (a_keys.at.host(), b_keys.at.host());
+                let (av, bv) = (a_values.at.host(), b_values.at.host());
+                let (ak, bk) = (ak.expect("validated"), bk.expect("validated"));
+                let (av, bv) = (av.expect("validated"), bv.expect("validated"));
+                let ok = out_keys.host_mut().expect("validated");
+                let ov = out_values.host_mut().expect("validated");
                 cpu::merge((ak, Some(av)), (bk, Some(bv)), ok, Some(ov), comparator);
                 Ok(())
             }
-            Backend::Cuda(gpu) => cuda::sort::merge::<K, V>(
-                gpu,
-                (
-                    device_ptr(a_keys),
-                    device_ptr(a_values),
-                    a_keys.len() as u64,
-                ),
-                (
-                    device_ptr(b_keys),
-                    device_ptr(b_values),
-                    b_keys.len() as u64,
-                ),
-                (device_ptr(out_keys), device_ptr(out_values)),
-                comparator,
-                SortValues::Pairs,
-                &t,
-            ),
+            Backend::Cuda(gpu) => {
+                let ((akh, ak), (avh, av)) = (dev(&a_keys), dev(&a_values));
+                let ((bkh, bk), (bvh, bv)) = (dev(&b_keys), dev(&b_values));
+                let ((okh, ok), (ovh, ov)) = (dev_mut(&out_keys), dev_mut(&out_values));
+                gpu.ordered(&[akh, avh, bkh, bvh, okh, ovh], || {
+                    cuda::sort::merge::<K, V>(
+                        gpu,
+                        (ak, av, a_keys.len() as u64),
+                        (bk, bv, b_keys.len() as u64),
+                        (ok, ov),
+                        comparator,
+                        SortValues::Pairs,
+                        &t,
+                    )
+                })
+            }
         }
     }
 }

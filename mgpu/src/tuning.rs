@@ -129,6 +129,14 @@ fn best_entry<'a>(
     })
 }
 
+/// The scan tuning for a mapped or counting input: its loads go through registers (cp.async copies
+/// bytes, it cannot map them), which the table's high-occupancy scan tunings have too few of (at
+/// 40 registers, OCC 11, the mapped kernels spilled, and a struct mapped from u32 still did at 80).
+pub fn for_computed_input(mut t: Tuning) -> Tuning {
+    t.occ = t.occ.min(4);
+    t
+}
+
 /// Bytes per element that a family's tile holds for keys of `key_size` and values of `value_size`.
 pub fn tile_element_size(family: Family, key_size: usize, value_size: usize) -> usize {
     match family {

@@ -19,10 +19,16 @@ fn child_uses_kernels() {
         assert_eq!(out.to_vec().unwrap(), vec![0, 1, 3]);
     } else {
         // No GPU: go through the same compile-or-load path for sm_90.
-        use mgpu::cuda::jit::{compile, source, Module};
+        use mgpu::cuda::jit::{compile, source, Load, Module};
         let t = mgpu::tuning::lookup(mgpu::tuning::Family::Scan, 90, 4).unwrap();
+        let load = Load::plain::<i32>();
         for m in [Module::Reduce, Module::Scan] {
-            compile(m.name(), &source(m, &Op::<i32>::plus(), &t), 90).unwrap();
+            compile(
+                m.name(),
+                &source(m, Some(&Op::<i32>::plus()), &load, &t),
+                90,
+            )
+            .unwrap();
         }
     }
     let s = mgpu::cuda::jit::stats();

@@ -4,9 +4,9 @@
 
 mod common;
 use common::*;
-use mgpu::cuda::jit::{self, Module, SortValues};
+use mgpu::cuda::jit::{self, Load, Module, SortValues};
 use mgpu::tuning::{self, Family};
-use mgpu::{Comparator, Element, Error, Op};
+use mgpu::{Comparator, Element, Error, Map, Op};
 
 fn nvrtc() -> bool {
     let ok = jit::nvrtc_available();
@@ -22,32 +22,46 @@ fn nvrtc() -> bool {
 const ARCH: u32 = 90;
 
 fn check_type<T: Element>(ops: &[Op<T>]) -> Vec<String> {
+    check_load(ops, &Load::plain::<T>(), "plain")
+}
+
+/// Reduce and scan (and, for mapped or counting input, transform) modules reading their input as
+/// `load` says.
+fn check_load<T: Element>(ops: &[Op<T>], load: &Load, what: &str) -> Vec<String> {
     let mut lines = Vec::new();
     for op in ops {
-        for (module, family) in [
+        let mut modules = vec![
             (Module::Reduce, Family::Reduce),
             (Module::Scan, Family::Scan),
             (Module::Reduce, Family::Scan),
-        ] {
+        ];
+        if !load.is_plain() {
+            modules.push((Module::Transform, Family::Reduce));
+        }
+        for (module, family) in modules {
             // (Reduce, Scan): the upsweep of reduce-then-scan runs the reduce kernel with the scan's
             // tiles.
             let size = std::mem::size_of::<T>();
             let mut tuning = tuning::lookup(family, ARCH, size).unwrap();
+            if family == Family::Scan && !load.is_plain() {
+                tuning = tuning::for_computed_input(tuning);
+            }
             if module == Module::Reduce && family == Family::Scan {
                 tuning = tuning::upsweep(tuning, ARCH, size).unwrap();
             }
-            let src = jit::source(module, op, &tuning);
+            let op = (module != Module::Transform).then_some(op);
+            let src = jit::source(module, op, load, &tuning);
+            let name = op.map_or("-", |o| o.name());
             let c = jit::compile_uncached(module.name(), &src, ARCH).unwrap_or_else(|e| {
-                panic!("{} {} {}: {e}", T::CUDA_TYPE, op.name(), module.name())
+                panic!("{} {what} {name} {}: {e}", T::CUDA_TYPE, module.name())
             });
             assert!(!c.cubin.is_empty());
             if c.log.trim().is_empty() {
                 // Seen with NVRTC 13.0 on the GPU machine: some programs come back with an empty
                 // log. CI's NVRTC (PyPI, newer) reports every kernel, and there the check is strict.
                 eprintln!(
-                    "warning: NVRTC returned no ptxas report for {} {} {}",
+                    "warning: NVRTC returned no ptxas report for {} {what} {name} {}",
                     T::CUDA_TYPE,
-                    op.name(),
                     module.name()
                 );
                 continue;
@@ -57,8 +71,8 @@ fn check_type<T: Element>(ops: &[Op<T>]) -> Vec<String> {
                     panic!("no ptxas report for {k}: {:?}\nlog:\n{}", c.reports, c.log)
                 });
                 let line = format!(
-                    "{:<18} {:<16} {:<5} {:>4}x{:<2} {:<19} regs {:>3} smem {:>6} stack {} spills {}/{}",
-                    T::CUDA_TYPE, op.name(), op.is_commutative(), tuning.nt, tuning.vt, k,
+                    "{:<18} {:<8} {:<16} {:<5} {:>4}x{:<2} {:<19} regs {:>3} smem {:>6} stack {} spills {}/{}",
+                    T::CUDA_TYPE, what, name, op.is_some_and(|o| o.is_commutative()), tuning.nt, tuning.vt, k,
                     r.registers, r.shared_bytes, r.stack_frame, r.spill_stores, r.spill_loads
                 );
                 assert!(r.clean(), "local memory used: {line}");
@@ -92,6 +106,63 @@ fn every_kernel_compiles_without_spills() {
     lines.extend(check_type(&[affine_op()]));
     lines.extend(check_type(&[tagged_op()]));
     lines.extend(check_type(&[add_mod_prime()]));
+    eprintln!("{}", lines.join("\n"));
+}
+
+/// Mapped inputs (same type, wider type, a struct's field) and counting inputs.
+#[test]
+fn mapped_and_counting_kernels_compile_without_spills() {
+    if !nvrtc() {
+        return;
+    }
+    let mut lines = Vec::new();
+    let square = Load::mapped(&Map::<f32, f32>::square());
+    lines.extend(check_load(&[Op::<f32>::plus()], &square, "square"));
+    let widen = Map::new("widen", |x: f32| x as f64, "(double)x");
+    let non_commutative = Op::<f64>::plus().commutative(false);
+    lines.extend(check_load(
+        &[non_commutative],
+        &Load::mapped(&widen),
+        "widen",
+    ));
+    let byte = Map::new("u8_to_u32", |x: u8| x as u32, "(unsigned)x");
+    lines.extend(check_load(
+        &[Op::<u32>::plus()],
+        &Load::mapped(&byte),
+        "widen",
+    ));
+    let field = Map::new("field_b", |x: Affine| x.b as u64, "(unsigned long long)x.b");
+    lines.extend(check_load(
+        &[Op::<u64>::plus()],
+        &Load::mapped(&field),
+        "field",
+    ));
+    let to_affine = Map::new(
+        "to_affine",
+        |x: u32| Affine { a: x | 1, b: x },
+        "Affine{ x | 1u, x }",
+    );
+    lines.extend(check_load(
+        &[affine_op()],
+        &Load::mapped(&to_affine),
+        "struct",
+    ));
+    lines.extend(check_load(
+        &[Op::<i32>::plus()],
+        &Load::counting::<i32>(),
+        "count",
+    ));
+    let non_commutative = Op::<u8>::plus().commutative(false);
+    lines.extend(check_load(
+        &[non_commutative],
+        &Load::counting::<u8>(),
+        "count",
+    ));
+    lines.extend(check_load(
+        &[Op::<f64>::plus()],
+        &Load::counting::<f64>(),
+        "count",
+    ));
     eprintln!("{}", lines.join("\n"));
 }
 
@@ -176,8 +247,12 @@ fn a_bad_operator_is_a_compile_error_with_the_log() {
     }
     let op = Op::new("broken", 0i32, |a, b| a + b, "a +* b");
     let t = tuning::lookup(Family::Reduce, ARCH, 4).unwrap();
-    let err =
-        jit::compile_uncached("reduce", &jit::source(Module::Reduce, &op, &t), ARCH).unwrap_err();
+    let err = jit::compile_uncached(
+        "reduce",
+        &jit::source(Module::Reduce, Some(&op), &Load::plain::<i32>(), &t),
+        ARCH,
+    )
+    .unwrap_err();
     match &err {
         Error::Compile { log, .. } => assert!(log.contains("error"), "{log}"),
         other => panic!("expected a compile error, got {other}"),
@@ -202,8 +277,13 @@ fn a_declaration_that_does_not_match_the_rust_type_is_caught() {
     }
     let op = Op::new("first", Mismatch { a: 0 }, |a, _| a, "a");
     let t = tuning::lookup(Family::Reduce, ARCH, 8).unwrap();
-    let err =
-        jit::compile_uncached("reduce", &jit::source(Module::Reduce, &op, &t), ARCH).unwrap_err();
+    let load = Load::plain::<Mismatch>();
+    let err = jit::compile_uncached(
+        "reduce",
+        &jit::source(Module::Reduce, Some(&op), &load, &t),
+        ARCH,
+    )
+    .unwrap_err();
     assert!(
         err.to_string().contains("does not match the Rust type"),
         "{err}"

@@ -1,6 +1,7 @@
 //! The CPU backend (rayon): the same semantics as the GPU, and the reference for every GPU test.
 //! Work is split into contiguous chunks combined in order, so non-commutative operators are safe.
 
+use crate::source::HostRead;
 use crate::{Element, Op};
 use rayon::prelude::*;
 
@@ -24,6 +25,46 @@ pub fn reduce<T: Element>(data: &[T], op: &Op<T>) -> T {
     data.par_chunks(chunk_len(data.len()))
         .map(|c| fold(c, op))
         .reduce(|| op.identity(), |a, b| op.apply(a, b))
+}
+
+/// Reduction of the first `n` elements of a source (a slice, or one mapped or generated in chunks
+/// as it is read).
+pub(crate) fn reduce_source<T: Element>(src: &HostRead<T>, n: usize, op: &Op<T>) -> T {
+    let fill = match src {
+        HostRead::Slice(s) => return reduce(&s[..n], op),
+        HostRead::Fill(_) => src,
+    };
+    // Elements are made a block at a time, on the stack.
+    const BLOCK: usize = 1024;
+    let fold_range = |start: usize, end: usize| {
+        let mut block = [T::zeroed(); BLOCK];
+        let mut acc = op.identity();
+        for s in (start..end).step_by(BLOCK) {
+            let m = BLOCK.min(end - s);
+            fill.fill(s, &mut block[..m]);
+            acc = block[..m].iter().fold(acc, |a, &x| op.apply(a, x));
+        }
+        acc
+    };
+    if n < PARALLEL_MIN {
+        return fold_range(0, n);
+    }
+    let len = chunk_len(n);
+    (0..n.div_ceil(len))
+        .into_par_iter()
+        .map(|c| fold_range(c * len, ((c + 1) * len).min(n)))
+        .reduce(|| op.identity(), |a, b| op.apply(a, b))
+}
+
+/// Writes a source's first `out.len()` elements to `out`.
+pub(crate) fn fill<T: Element>(src: &HostRead<T>, out: &mut [T]) {
+    if out.len() < PARALLEL_MIN {
+        return src.fill(0, out);
+    }
+    let len = chunk_len(out.len());
+    out.par_chunks_mut(len)
+        .enumerate()
+        .for_each(|(i, c)| src.fill(i * len, c));
 }
 
 /// Scans `data` in place, with `carry` as the prefix of its first element; returns the total.

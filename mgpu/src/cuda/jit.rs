@@ -18,6 +18,7 @@ const CTA_SCAN: &str = include_str!("kernels/cta_scan.cuh");
 const LOOKBACK: &str = include_str!("kernels/lookback.cuh");
 const KERNEL_REDUCE: &str = include_str!("kernels/kernel_reduce.cu");
 const KERNEL_SCAN: &str = include_str!("kernels/kernel_scan.cu");
+const KERNEL_TRANSFORM: &str = include_str!("kernels/kernel_transform.cu");
 const CTA_MERGE: &str = include_str!("kernels/cta_merge.cuh");
 const KERNEL_MERGESORT: &str = include_str!("kernels/kernel_mergesort.cu");
 
@@ -31,6 +32,8 @@ pub enum Module {
     /// `mgpu_blocksort`, `mgpu_merge_partition`, `mgpu_merge_pass`, `mgpu_merge4_partition`,
     /// `mgpu_merge4_pass`, `mgpu_merge`.
     Merge,
+    /// `mgpu_transform`.
+    Transform,
 }
 
 impl Module {
@@ -46,6 +49,7 @@ impl Module {
                 KERNEL_SCAN,
             ],
             Module::Merge => &[INTRINSICS, CTA_MERGE, KERNEL_MERGESORT],
+            Module::Transform => &[INTRINSICS, LOADSTORE, KERNEL_TRANSFORM],
         }
     }
     /// The kernels the module exports.
@@ -61,6 +65,7 @@ impl Module {
                 "mgpu_merge4_pass",
                 "mgpu_merge",
             ],
+            Module::Transform => &["mgpu_transform"],
         }
     }
     /// The module's name in reports.
@@ -69,6 +74,7 @@ impl Module {
             Module::Reduce => "reduce",
             Module::Scan => "scan",
             Module::Merge => "merge",
+            Module::Transform => "transform",
         }
     }
 }
@@ -87,17 +93,116 @@ fn tuning_defines(module: Module, tuning: &Tuning) -> String {
 
 /// `typedef` of an element type under `alias`, with a check that the CUDA declaration matches.
 fn element_typedef<T: Element>(alias: &str) -> String {
-    format!(
-        "typedef {ty} {alias};\nstatic_assert(sizeof({alias}) == {size} && alignof({alias}) == {align}, \
-         \"the CUDA declaration of {ty} does not match the Rust type's size {size} / alignment {align}\");\n",
-        ty = T::CUDA_TYPE,
-        size = std::mem::size_of::<T>(),
-        align = std::mem::align_of::<T>()
+    typedef(
+        T::CUDA_TYPE,
+        alias,
+        std::mem::size_of::<T>(),
+        std::mem::align_of::<T>(),
     )
 }
 
-/// The full CUDA C++ source of a module, specialized for `T`, `op` and `tuning`.
-pub fn source<T: Element>(module: Module, op: &Op<T>, tuning: &Tuning) -> String {
+fn typedef(ty: &str, alias: &str, size: usize, align: usize) -> String {
+    format!(
+        "typedef {ty} {alias};\nstatic_assert(sizeof({alias}) == {size} && alignof({alias}) == {align}, \
+         \"the CUDA declaration of {ty} does not match the Rust type's size {size} / alignment {align}\");\n",
+    )
+}
+
+/// How a reduce, scan or transform kernel reads its input and turns it into `T`s: `In`s in
+/// memory, mapped as they are loaded (plain: `In` is `T`, unmapped), or a counting sequence
+/// generated from its start value. Part of a module's cache key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Load {
+    in_type: &'static str,
+    in_declaration: &'static str,
+    in_size: usize,
+    in_align: usize,
+    /// The map's CUDA expression over `x` and its helpers.
+    map: Option<(String, String)>,
+    /// The counting sequence's CUDA expression over `start` and `i`.
+    counting: Option<String>,
+}
+
+impl Load {
+    /// `T`s in memory, read as they are.
+    pub fn plain<T: Element>() -> Load {
+        Load {
+            in_type: T::CUDA_TYPE,
+            in_declaration: T::CUDA_DECLARATION,
+            in_size: std::mem::size_of::<T>(),
+            in_align: std::mem::align_of::<T>(),
+            map: None,
+            counting: None,
+        }
+    }
+
+    /// `I`s in memory, each mapped by `map` as it is loaded.
+    pub fn mapped<I: Element, O: Element>(map: &crate::Map<I, O>) -> Load {
+        Load {
+            map: Some((
+                map.cuda_expression().to_string(),
+                map.cuda_helpers().to_string(),
+            )),
+            ..Load::plain::<I>()
+        }
+    }
+
+    /// `start + i`, as [`Arithmetic::count_from`](crate::Arithmetic) computes it.
+    pub fn counting<T: crate::Arithmetic>() -> Load {
+        let expr = match T::CUDA_WRAP_TYPE {
+            "" => "start + (T)i".to_string(),
+            w => format!("(T)(({w})start + ({w})i)"),
+        };
+        Load {
+            counting: Some(expr),
+            ..Load::plain::<T>()
+        }
+    }
+
+    /// True for `T`s read as they are.
+    pub fn is_plain(&self) -> bool {
+        self.map.is_none() && self.counting.is_none()
+    }
+
+    /// The source that declares `In`, `MapIn` and (counting) `Count`, after `T`'s typedef.
+    fn source<T: Element>(&self) -> String {
+        let mut s = format!(
+            "#define MGPU_LOAD_PLAIN {}\n#define MGPU_COUNTING {}\n",
+            self.is_plain() as u32,
+            self.counting.is_some() as u32
+        );
+        if self.in_type != T::CUDA_TYPE {
+            s.push_str(self.in_declaration);
+            s.push('\n');
+        }
+        s.push_str(&typedef(self.in_type, "In", self.in_size, self.in_align));
+        let (expr, helpers) = match &self.map {
+            Some((e, h)) => (e.as_str(), h.as_str()),
+            None => ("x", ""),
+        };
+        s.push_str(helpers);
+        s.push_str(&format!(
+            "\nstruct MapIn {{\n  __device__ __forceinline__ T operator()(const In& x) const {{\n    \
+             return ({expr});\n  }}\n}};\n"
+        ));
+        if let Some(e) = &self.counting {
+            s.push_str(&format!(
+                "struct Count {{\n  __device__ __forceinline__ T operator()(T start, unsigned long long i) const {{\n    \
+                 return ({e});\n  }}\n}};\n"
+            ));
+        }
+        s
+    }
+}
+
+/// The full CUDA C++ source of a module, specialized for `T`, `op` (none for `Transform`), the
+/// input's `load` and `tuning`.
+pub fn source<T: Element>(
+    module: Module,
+    op: Option<&Op<T>>,
+    load: &Load,
+    tuning: &Tuning,
+) -> String {
     let mut s = String::with_capacity(32 * 1024);
     s.push_str(&tuning_defines(module, tuning));
     if module == Module::Scan {
@@ -110,17 +215,20 @@ pub fn source<T: Element>(module: Module, op: &Op<T>, tuning: &Tuning) -> String
     }
     s.push_str(&format!(
         "#define MGPU_COMMUTATIVE {}\n",
-        op.is_commutative() as u32
+        op.is_some_and(|o| o.is_commutative()) as u32
     ));
     s.push_str(T::CUDA_DECLARATION);
     s.push('\n');
     s.push_str(&element_typedef::<T>("T"));
-    s.push_str(op.cuda_helpers());
-    s.push_str(&format!(
-        "\nstruct Op {{\n  __device__ __forceinline__ T operator()(const T& a, const T& b) const {{\n    \
-         return ({});\n  }}\n}};\n",
-        op.cuda_expression()
-    ));
+    s.push_str(&load.source::<T>());
+    if let Some(op) = op {
+        s.push_str(op.cuda_helpers());
+        s.push_str(&format!(
+            "\nstruct Op {{\n  __device__ __forceinline__ T operator()(const T& a, const T& b) const {{\n    \
+             return ({});\n  }}\n}};\n",
+            op.cuda_expression()
+        ));
+    }
     for part in module.sources() {
         s.push_str(part);
         s.push('\n');

@@ -90,53 +90,65 @@ impl DeviceMem {
     }
 
     pub fn upload<T: Element>(&self, offset_elems: usize, data: &[T]) -> Result<()> {
-        let bytes = std::mem::size_of_val(data);
-        assert!(offset_elems * std::mem::size_of::<T>() + bytes <= self.bytes);
-        if bytes == 0 {
-            return Ok(());
-        }
-        // SAFETY: the destination range is inside the allocation (asserted); a pageable source is
-        // staged by the driver before the call returns, so `data` need not outlive it.
-        unsafe {
-            result::memcpy_htod_async(
-                self.ptr + (offset_elems * std::mem::size_of::<T>()) as u64,
-                data,
-                self.gpu.stream.cu_stream(),
-            )
-        }
-        .map_err(driver("copying host to device"))
+        assert!((offset_elems + data.len()) * std::mem::size_of::<T>() <= self.bytes);
+        self.gpu.upload(
+            self.ptr + (offset_elems * std::mem::size_of::<T>()) as u64,
+            data,
+        )
     }
 
     /// Copies `out.len()` elements starting at `offset_elems` to the host (synchronizes).
     pub fn download<T: Element>(&self, offset_elems: usize, out: &mut [T]) -> Result<()> {
-        let bytes = std::mem::size_of_val(out);
-        assert!(offset_elems * std::mem::size_of::<T>() + bytes <= self.bytes);
-        if bytes == 0 {
-            return Ok(());
-        }
-        // SAFETY: the source range is inside the allocation; the stream is synchronized before
-        // `out` is read or released.
-        unsafe {
-            result::memcpy_dtoh_async(
-                out,
-                self.ptr + (offset_elems * std::mem::size_of::<T>()) as u64,
-                self.gpu.stream.cu_stream(),
-            )
-        }
-        .map_err(driver("copying device to host"))?;
-        self.gpu.synchronize()
+        assert!((offset_elems + out.len()) * std::mem::size_of::<T>() <= self.bytes);
+        self.gpu.download(
+            self.ptr + (offset_elems * std::mem::size_of::<T>()) as u64,
+            out,
+        )
     }
 }
 
-/// Device-to-device copy of `bytes` from the start of `src` to the start of `dst`.
-pub(crate) fn copy(src: &DeviceMem, dst: &DeviceMem, bytes: usize) -> Result<()> {
-    assert!(bytes <= src.bytes && bytes <= dst.bytes);
-    if bytes == 0 {
-        return Ok(());
+impl Gpu {
+    /// Copies `data` to `dst`, which must start `data.len()` elements inside one live allocation
+    /// (the callers check it: a buffer's view, or a `DeviceMem` range).
+    pub(crate) fn upload<T: Element>(&self, dst: sys::CUdeviceptr, data: &[T]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: the destination range is inside a live allocation (the callers' bounds checks);
+        // a pageable source is staged by the driver before the call returns, so `data` need not
+        // outlive it.
+        unsafe { result::memcpy_htod_async(dst, data, self.stream.cu_stream()) }
+            .map_err(driver("copying host to device"))
     }
-    // SAFETY: both ranges lie inside live allocations of this context (asserted above).
-    unsafe { result::memcpy_dtod_async(dst.ptr, src.ptr, bytes, src.gpu.stream.cu_stream()) }
-        .map_err(driver("copying device to device"))
+
+    /// Copies `out.len()` elements at `src` (inside one live allocation) to the host, after the
+    /// work queued on this stream (synchronizes).
+    pub(crate) fn download<T: Element>(&self, src: sys::CUdeviceptr, out: &mut [T]) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: the source range is inside a live allocation (the callers' bounds checks); the
+        // stream is synchronized before `out` is read or released.
+        unsafe { result::memcpy_dtoh_async(out, src, self.stream.cu_stream()) }
+            .map_err(driver("copying device to host"))?;
+        self.synchronize()
+    }
+
+    /// Device-to-device copy of `bytes` from `src` to `dst` on this stream; both ranges lie inside
+    /// live allocations (checked by the callers).
+    pub(crate) fn copy(
+        &self,
+        src: sys::CUdeviceptr,
+        dst: sys::CUdeviceptr,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: both ranges lie inside live allocations of this context (the callers' checks).
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
+            .map_err(driver("copying device to device"))
+    }
 }
 
 impl Drop for DeviceMem {

@@ -7,6 +7,7 @@ pub mod occupancy;
 pub(crate) mod reduce;
 pub(crate) mod scan;
 pub(crate) mod sort;
+pub(crate) mod transform;
 
 use crate::error::{Error, Result};
 use crate::tuning::Tuning;
@@ -64,7 +65,9 @@ pub fn driver_reports(
     Ok(reports)
 }
 
-/// One GPU: its context, the stream all work is queued on, its properties and its loaded modules.
+/// One stream of one GPU: what a GPU `Context` holds. Forks of a context share the CUDA context,
+/// the device's properties and the loaded modules (`modules`), and have streams and look-back
+/// state of their own.
 pub(crate) struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
@@ -72,8 +75,8 @@ pub(crate) struct Gpu {
     pub arch: u32,
     pub sm_count: u32,
     pub name: String,
-    modules: Mutex<HashMap<String, Arc<LoadedModule>>>,
-    /// The look-back scan's status words and ticket counter, kept between scans.
+    modules: Arc<Mutex<HashMap<String, Arc<LoadedModule>>>>,
+    /// The look-back scan's status words and ticket counter, kept between scans on this stream.
     pub(crate) lookback: Mutex<scan::LookbackScratch>,
 }
 
@@ -117,6 +120,14 @@ impl Gpu {
             )));
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoGpu(format!("{e}")))?;
+        let stream = ctx.new_stream().map_err(driver("creating a stream"))?;
+        Gpu::on_stream(stream)
+    }
+
+    /// A GPU context that queues its work on `stream` (a caller's cudarc stream), with a module
+    /// cache of its own.
+    pub fn on_stream(stream: Arc<CudaStream>) -> Result<Gpu> {
+        let ctx = stream.context().clone();
         let (major, minor) = ctx
             .compute_capability()
             .map_err(driver("compute capability"))?;
@@ -124,7 +135,6 @@ impl Gpu {
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(driver("multiprocessor count"))? as u32;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
-        let stream = ctx.new_stream().map_err(driver("creating a stream"))?;
         // Keep freed stream-ordered memory in the pool: temporaries then cost no driver round trip.
         // SAFETY: the device handle is the live context's; the attribute takes a u64 by pointer.
         unsafe {
@@ -144,30 +154,73 @@ impl Gpu {
             arch: (major * 10 + minor) as u32,
             sm_count,
             name,
-            modules: Mutex::new(HashMap::new()),
+            modules: Arc::new(Mutex::new(HashMap::new())),
             lookback: Mutex::new(scan::LookbackScratch::default()),
         })
     }
 
-    /// The module of `family` specialized for `T`, `op` and `tuning`: from memory, else from the
-    /// disk cache, else compiled.
+    /// The same GPU on `stream` (of the same CUDA context), sharing the loaded modules; the
+    /// look-back state is the new stream's own.
+    pub fn with_stream(&self, stream: Arc<CudaStream>) -> Gpu {
+        Gpu {
+            ctx: self.ctx.clone(),
+            stream,
+            arch: self.arch,
+            sm_count: self.sm_count,
+            name: self.name.clone(),
+            modules: self.modules.clone(),
+            lookback: Mutex::new(scan::LookbackScratch::default()),
+        }
+    }
+
+    /// Queues `work` on this stream, ordered after the work queued so far on the streams of
+    /// `homes` (the streams whose buffers it uses), and makes those streams wait for it: a
+    /// buffer's own stream (where it is read back and freed) never overtakes work of another
+    /// stream on it.
+    pub fn ordered<R>(&self, homes: &[&Arc<Gpu>], work: impl FnOnce() -> Result<R>) -> Result<R> {
+        let mut foreign: Vec<&Arc<CudaStream>> = Vec::new();
+        for h in homes {
+            let s = &h.stream;
+            if s.cu_stream() != self.stream.cu_stream()
+                && !foreign.iter().any(|f| f.cu_stream() == s.cu_stream())
+            {
+                foreign.push(s);
+            }
+        }
+        for s in &foreign {
+            self.stream
+                .join(s)
+                .map_err(driver("ordering after another stream"))?;
+        }
+        let result = work();
+        for s in &foreign {
+            s.join(&self.stream)
+                .map_err(driver("ordering another stream after this one"))?;
+        }
+        result
+    }
+
+    /// The module of `family` specialized for `T`, `op`, the input's `load` and `tuning`: from
+    /// memory, else from the disk cache, else compiled.
     pub fn module<T: Element>(
         &self,
         module: jit::Module,
-        op: &Op<T>,
+        op: Option<&Op<T>>,
+        load: &jit::Load,
         tuning: &Tuning,
     ) -> Result<Arc<LoadedModule>> {
         let key = format!(
-            "{:?}|{}|{}|{}|{}|{}|{:?}",
+            "{:?}|{}|{}|{:?}|{:?}|{:?}",
             module,
             T::CUDA_TYPE,
             T::CUDA_DECLARATION,
-            op.cuda_expression(),
-            op.cuda_helpers(),
-            op.is_commutative(),
+            op.map(|o| (o.cuda_expression(), o.cuda_helpers(), o.is_commutative())),
+            load,
             tuning
         );
-        self.load(key, module, tuning, || jit::source(module, op, tuning))
+        self.load(key, module, tuning, || {
+            jit::source(module, op, load, tuning)
+        })
     }
 
     /// The merge / mergesort module for keys `K` and values `V`.

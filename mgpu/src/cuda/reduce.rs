@@ -1,7 +1,8 @@
 //! Host side of device-wide reduce: passes of `mgpu_reduce` until one CTA remains.
 
+use super::jit::{Load, Module};
 use super::memory::DeviceMem;
-use super::{jit::Module, launch, ByValue, Gpu};
+use super::{launch, ByValue, Gpu};
 use crate::error::Result;
 use crate::tuning::Tuning;
 use crate::{Element, Op};
@@ -18,17 +19,25 @@ pub(crate) fn split(num_tiles: u64, max_ctas: u64) -> (u32, u64) {
     )
 }
 
-/// Reduces `count` elements at `input` into the element at `out` (device memory).
+/// Reduces the `count` elements of the input `input` (loaded as `load` says) into the element at
+/// `out` (device memory).
 pub(crate) fn reduce<T: Element>(
     gpu: &Arc<Gpu>,
-    input: CUdeviceptr,
+    input: u64,
+    load: &Load,
     count: u64,
     op: &Op<T>,
     out: CUdeviceptr,
     tuning: &Tuning,
 ) -> Result<()> {
-    let module = gpu.module(Module::Reduce, op, tuning)?;
-    let (f, blocks_per_sm) = module.function("mgpu_reduce");
+    let module = gpu.module(Module::Reduce, Some(op), load, tuning)?;
+    let (mut f, blocks_per_sm) = module.function("mgpu_reduce");
+    // The first pass reads the input; later ones read partials, plain `T`s.
+    let plain = if load.is_plain() {
+        None
+    } else {
+        Some(gpu.module(Module::Reduce, Some(op), &Load::plain::<T>(), tuning)?)
+    };
     let nt = tuning.nt;
     let nv = tuning.nv() as u64;
     let (mut src, mut n) = (input, count);
@@ -56,6 +65,9 @@ pub(crate) fn reduce<T: Element>(
         src = next.ptr;
         n = grid as u64;
         levels.push(next);
+        if let Some(m) = &plain {
+            f = m.function("mgpu_reduce").0;
+        }
     }
 }
 
@@ -64,7 +76,8 @@ pub(crate) fn reduce<T: Element>(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn upsweep<T: Element>(
     gpu: &Arc<Gpu>,
-    input: CUdeviceptr,
+    input: u64,
+    load: &Load,
     count: u64,
     op: &Op<T>,
     tuning: &Tuning,
@@ -72,7 +85,7 @@ pub(crate) fn upsweep<T: Element>(
     tiles_per_cta: u64,
     partials: CUdeviceptr,
 ) -> Result<()> {
-    let module = gpu.module(Module::Reduce, op, tuning)?;
+    let module = gpu.module(Module::Reduce, Some(op), load, tuning)?;
     let (f, _) = module.function("mgpu_reduce");
     launch(
         gpu,

@@ -1,9 +1,10 @@
 //! Host side of device-wide scan: the single-pass look-back scan, reduce-then-scan, and the
 //! single-CTA path for small inputs.
 
+use super::jit::{Load, Module};
 use super::memory::DeviceMem;
 use super::reduce::{split, upsweep};
-use super::{jit::Module, launch, ByValue, Gpu};
+use super::{launch, ByValue, Gpu};
 use crate::error::Result;
 use crate::tuning::Tuning;
 use crate::{Element, Op, ScanAlgorithm};
@@ -110,10 +111,11 @@ impl LookbackScratch {
     }
 }
 
+/// Scans the `count` elements of the input (`input.0`, loaded as `input.1` says) to `output`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan<T: Element>(
     gpu: &Arc<Gpu>,
-    input: CUdeviceptr,
+    (input, load): (u64, &Load),
     output: CUdeviceptr,
     count: u64,
     op: &Op<T>,
@@ -126,7 +128,7 @@ pub(crate) fn scan<T: Element>(
     let exclusive = exclusive as i32;
     let nv = tuning.nv() as u64;
     let num_tiles = count.div_ceil(nv);
-    let module = gpu.module(Module::Scan, op, tuning)?;
+    let module = gpu.module(Module::Scan, Some(op), load, tuning)?;
     let (tiles_kernel, blocks_per_sm) = module.function("mgpu_scan_tiles");
     let no_carry: u64 = 0;
 
@@ -184,6 +186,7 @@ pub(crate) fn scan<T: Element>(
             upsweep(
                 gpu,
                 input,
+                load,
                 count,
                 op,
                 &upsweep_tuning,
@@ -192,11 +195,20 @@ pub(crate) fn scan<T: Element>(
                 partials.ptr,
             )?;
             // Spine: an exclusive scan of the partials, in place, by one CTA; it yields the total.
+            // The partials are plain `T`s, whatever the input is.
+            let plain = if load.is_plain() {
+                None
+            } else {
+                Some(gpu.module(Module::Scan, Some(op), &Load::plain::<T>(), tuning)?)
+            };
+            let spine_kernel = plain
+                .as_ref()
+                .map_or(tiles_kernel, |m| m.function("mgpu_scan_tiles").0);
             let spine_count = grid as u64;
             let spine_tiles = spine_count.div_ceil(nv);
             launch(
                 gpu,
-                tiles_kernel,
+                spine_kernel,
                 1,
                 tuning.nt,
                 &[

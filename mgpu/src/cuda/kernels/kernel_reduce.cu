@@ -1,6 +1,7 @@
 // kernel_reduce.cu: device-wide reduce, one pass of it. CTA c reduces a contiguous range of tiles
 // (contiguous, so that non-commutative operators see their operands in order) and writes one value.
-// The host repeats the pass over the per-CTA values until one CTA remains.
+// The host repeats the pass over the per-CTA values until one CTA remains. The input may be mapped
+// or counting (`Input`, loadstore.cuh): the map is applied in registers, as each value is loaded.
 
 struct ReduceStorage {
   union {
@@ -10,7 +11,7 @@ struct ReduceStorage {
 };
 
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_reduce(const T* in, u64 count, u64 tiles_per_cta, T* out, T identity) {
+    mgpu_reduce(Input in, u64 count, u64 tiles_per_cta, T* out, T identity) {
   __shared__ ReduceStorage storage;
   Op op;
   int tid = threadIdx.x;
@@ -18,30 +19,33 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   u64 tile_begin = (u64)blockIdx.x * tiles_per_cta;
   u64 tile_end = min(tile_begin + tiles_per_cta, num_tiles);
   // Whole 16-byte vectors per thread per tile, and an aligned pointer.
-  constexpr bool VEC_TILES = MGPU_VEC > 1 && MGPU_VT % MGPU_VEC == 0;
-  bool vec_ok = VEC_TILES && ((size_t)in & 15) == 0;
+  constexpr bool VEC_TILES = MGPU_VEC_IN > 1 && MGPU_VT % MGPU_VEC_IN == 0;
+  bool vec_ok = VEC_TILES && in.vector_ok();
 
   T acc = identity;
 #if MGPU_COMMUTATIVE
   // Any order will do: stream 16-byte vectors straight into registers, no shared memory.
   u64 tile = tile_begin;
+#if !MGPU_COUNTING
   if (vec_ok) {
-    constexpr int PER_THREAD = VEC_TILES ? MGPU_VT / MGPU_VEC : 1;
+    constexpr int PER_THREAD = VEC_TILES ? MGPU_VT / MGPU_VEC_IN : 1;
     u64 full_end = min(tile_end, count / MGPU_NV);
+    MapIn map;
     for (; tile < full_end; ++tile) {
-      const uint4* src = reinterpret_cast<const uint4*>(in + tile * MGPU_NV);
+      const uint4* src = reinterpret_cast<const uint4*>(in.ptr + tile * MGPU_NV);
       uint4 r[PER_THREAD];
 #pragma unroll
       for (int i = 0; i < PER_THREAD; ++i) r[i] = __ldcs(src + i * MGPU_NT + tid);
 #pragma unroll
       for (int i = 0; i < PER_THREAD; ++i) {
-        T v[MGPU_VEC];
+        In v[MGPU_VEC_IN];
         memcpy(v, &r[i], 16);
 #pragma unroll
-        for (int j = 0; j < MGPU_VEC; ++j) acc = op(acc, v[j]);
+        for (int j = 0; j < MGPU_VEC_IN; ++j) acc = op(acc, map(v[j]));
       }
     }
   }
+#endif
   for (; tile < tile_end; ++tile) {
     u64 base = tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
@@ -61,7 +65,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   for (u64 tile = tile_begin; tile < tile_end; ++tile) {
     u64 base = tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
-    load_tile_to_shared(in + base, n, vec_ok, identity, storage.tile, tid);
+    load_tile_to_shared(in, base, n, vec_ok, identity, storage.tile, tid);
     __syncthreads();
     // Read in thread order straight from shared memory: no VT-register array to spill under a
     // tight register budget (this kernel also runs with scan's tunings, as its upsweep).

@@ -14,15 +14,15 @@ struct ScanStorage {
   i64 tile_id;
 };
 
-// Scans the tile at `base` (n <= NV elements). `carry_in(aggregate)` is called by warp 0 only, with the
+// Scans the tile at `base` (n <= NV elements) of the input (plain, mapped or counting: loadstore.cuh). `carry_in(aggregate)` is called by warp 0 only, with the
 // tile's aggregate, and returns the tile's exclusive prefix. Returns the tile's inclusive total
 // (prefix op aggregate), valid in every thread. The caller syncs before `storage` is reused.
 template <typename CarryIn>
-__device__ __forceinline__ T scan_tile(const T* in, T* out, u64 base, int n, bool exclusive,
+__device__ __forceinline__ T scan_tile(Input in, T* out, u64 base, int n, bool exclusive,
                                        bool vec_in, bool vec_out, T identity, Op op,
                                        ScanStorage& storage, CarryIn carry_in) {
   int tid = threadIdx.x;
-  load_tile_to_shared_async(in + base, n, vec_in, identity, storage.tile, tid);
+  load_tile_to_shared_async(in, base, n, vec_in, identity, storage.tile, tid);
   __syncthreads();
   // The tile stays in shared memory and each thread reads its VT values twice (before and after
   // the look-back) instead of holding them in registers across it: a smaller kernel, measured
@@ -68,7 +68,7 @@ __device__ __forceinline__ bool vector_ok(const void* p) {
 // and the look-back always makes progress. The counter is never reset: tickets start at
 // `first_ticket`, and every CTA draws once more than the tiles it scans.
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_scan_lookback(const T* in, T* out, u64 count, int exclusive, u64* tickets,
+    mgpu_scan_lookback(Input in, T* out, u64 count, int exclusive, u64* tickets,
                        u64 first_ticket, TileStatus status, T* total_out, T identity) {
   __shared__ ScanStorage storage;
   Op op;
@@ -78,7 +78,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
-    T total = scan_tile(in, out, base, n, exclusive != 0, vector_ok(in), vector_ok(out), identity,
+    T total = scan_tile(in, out, base, n, exclusive != 0, in.vector_ok(), vector_ok(out), identity,
                         op, storage, [&](T aggregate) {
                           return warp_lookback(status, tile, aggregate, op, identity);
                         });
@@ -91,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 }
 
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_scan_tiles(const T* in, T* out, u64 count, int exclusive, u64 tiles_per_cta,
+    mgpu_scan_tiles(Input in, T* out, u64 count, int exclusive, u64 tiles_per_cta,
                     const T* carry_in, T* total_out, T identity) {
   __shared__ ScanStorage storage;
   Op op;
@@ -99,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   u64 tile_begin = (u64)blockIdx.x * tiles_per_cta;
   u64 tile_end = min(tile_begin + tiles_per_cta, num_tiles);
   T carry = carry_in ? carry_in[blockIdx.x] : identity;
-  bool vec_in = vector_ok(in), vec_out = vector_ok(out);
+  bool vec_in = in.vector_ok(), vec_out = vector_ok(out);
   for (u64 tile = tile_begin; tile < tile_end; ++tile) {
     u64 base = tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);

@@ -2,28 +2,87 @@
 // Full tiles move as 16-byte vectors when the element size divides 16 and the pointer is aligned;
 // the last (partial) tile moves element by element, padded with the identity.
 
-// Global -> shared, a tile of `count` (<= NV) elements in strided order, padded to NV with `fill`.
-// `vec_ok`: the pointer is 16-byte aligned and the element size divides 16.
-__device__ __forceinline__ void load_tile_to_shared(const T* src, int count, bool vec_ok, T fill,
-                                                    T* shared, int tid) {
-  constexpr int VEC = MGPU_VEC;
+// Input elements per 16-byte vector, or 1 where their size does not divide 16.
+#define MGPU_VEC_IN ((16 % sizeof(In) == 0) ? (16 / (int)sizeof(In)) : 1)
+
+// A primitive's input, 8 bytes passed by value: `In`s in memory, turned into `T`s by `MapIn` as they
+// are read (the identity when MGPU_LOAD_PLAIN), or a counting sequence generated from the bits of
+// its start value (MGPU_COUNTING). No intermediate buffer either way.
+struct Input {
+#if MGPU_COUNTING
+  u64 start_bits;
+  __device__ __forceinline__ T operator[](u64 i) const {
+    T start;
+    memcpy(&start, &start_bits, sizeof(T));
+    return Count()(start, i);
+  }
+  __device__ __forceinline__ bool vector_ok() const { return false; }
+#else
+  const In* ptr;
+  __device__ __forceinline__ T operator[](u64 i) const { return MapIn()(ptr[i]); }
+  // Whole 16-byte vectors of `In` can be read from an aligned pointer (views may not be).
+  __device__ __forceinline__ bool vector_ok() const {
+    return MGPU_VEC_IN > 1 && ((size_t)ptr & 15) == 0;
+  }
+#endif
+};
+
+// Stores 16 bytes of `In`s, loaded as chunk `c` of a tile, to the tile in shared memory as `T`s.
+__device__ __forceinline__ void store_chunk_mapped(const uint4& r, int c, T* shared) {
+  constexpr int VEC = MGPU_VEC_IN;
+#if MGPU_LOAD_PLAIN
+  reinterpret_cast<uint4*>(shared)[c] = r;
+#else
+  In x[VEC];
+  memcpy(x, &r, 16);
+  if constexpr (sizeof(T) == sizeof(In)) {
+    // Same size: the mapped chunk is still one 16-byte store.
+    T y[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) y[j] = MapIn()(x[j]);
+    memcpy(reinterpret_cast<uint4*>(shared) + c, y, 16);
+  } else {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) shared[c * VEC + j] = MapIn()(x[j]);
+  }
+#endif
+}
+
+// Global -> shared, the tile of `count` (<= NV) elements at `base` in strided order, padded to NV
+// with `fill`. `vec_ok`: the input's `vector_ok()`.
+__device__ __forceinline__ void load_tile_to_shared(Input in, u64 base, int count, bool vec_ok,
+                                                    T fill, T* shared, int tid) {
+#if !MGPU_COUNTING
+  constexpr int VEC = MGPU_VEC_IN;
   if (VEC > 1 && vec_ok && count == MGPU_NV) {
+    const In* src = in.ptr + base;
     constexpr int CHUNKS = MGPU_NV / VEC;
     constexpr int PER_THREAD = (CHUNKS + MGPU_NT - 1) / MGPU_NT;
-    uint4 r[PER_THREAD];
-    // All loads issued before any store to shared: VT/VEC independent 16-byte loads in flight.
+    // Batches of up to 4 independent 16-byte loads in flight before their stores to shared: all of
+    // a thread's loads for the reduce tunings, and few enough registers for a scan's.
+    constexpr int MAX_BATCH = 4;
+    constexpr int BATCH = PER_THREAD < MAX_BATCH ? PER_THREAD : MAX_BATCH;
 #pragma unroll
-    for (int i = 0; i < PER_THREAD; ++i) {
-      int c = i * MGPU_NT + tid;
-      // Streaming (evict-first): each input byte is read once.
-      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS) r[i] = __ldcs(reinterpret_cast<const uint4*>(src) + c);
-    }
+    for (int b = 0; b < PER_THREAD; b += BATCH) {
+      uint4 r[BATCH];
 #pragma unroll
-    for (int i = 0; i < PER_THREAD; ++i) {
-      int c = i * MGPU_NT + tid;
-      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS) reinterpret_cast<uint4*>(shared)[c] = r[i];
+      for (int i = 0; i < BATCH; ++i) {
+        int c = (b + i) * MGPU_NT + tid;
+        // Streaming (evict-first): each input byte is read once.
+        if (b + i < PER_THREAD && (CHUNKS % MGPU_NT == 0 || c < CHUNKS))
+          r[i] = __ldcs(reinterpret_cast<const uint4*>(src) + c);
+      }
+#pragma unroll
+      for (int i = 0; i < BATCH; ++i) {
+        int c = (b + i) * MGPU_NT + tid;
+        if (b + i < PER_THREAD && (CHUNKS % MGPU_NT == 0 || c < CHUNKS))
+          store_chunk_mapped(r[i], c, shared);
+      }
     }
-  } else {
+    return;
+  }
+#endif
+  {
     // Batches of up to 16 loads in flight before their stores: enough parallelism for unaligned
     // inputs, few enough registers for tunings with a tight register budget.
     constexpr int BATCH = MGPU_VT < 16 ? MGPU_VT : 16;
@@ -33,7 +92,7 @@ __device__ __forceinline__ void load_tile_to_shared(const T* src, int count, boo
 #pragma unroll
       for (int i = 0; i < BATCH; ++i) {
         int j = (b + i) * MGPU_NT + tid;
-        r[i] = b + i < MGPU_VT && j < count ? src[j] : fill;
+        r[i] = b + i < MGPU_VT && j < count ? in[base + j] : fill;
       }
 #pragma unroll
       for (int i = 0; i < BATCH; ++i)
@@ -42,13 +101,15 @@ __device__ __forceinline__ void load_tile_to_shared(const T* src, int count, boo
   }
 }
 
-// Global -> shared like load_tile_to_shared, but full aligned tiles are copied with cp.async, so
-// no register holds the tile in flight. The copy is complete for the calling thread on return; a
-// barrier is still needed before other threads read it.
-__device__ __forceinline__ void load_tile_to_shared_async(const T* src, int count, bool vec_ok,
-                                                          T fill, T* shared, int tid) {
+// Global -> shared like load_tile_to_shared, but full aligned tiles of plain input are copied with
+// cp.async, so no register holds the tile in flight. The copy is complete for the calling thread on
+// return; a barrier is still needed before other threads read it.
+__device__ __forceinline__ void load_tile_to_shared_async(Input in, u64 base, int count,
+                                                          bool vec_ok, T fill, T* shared, int tid) {
+#if MGPU_LOAD_PLAIN
   constexpr int VEC = MGPU_VEC;
   if (VEC > 1 && vec_ok && count == MGPU_NV) {
+    const T* src = in.ptr + base;
     constexpr int CHUNKS = MGPU_NV / VEC;
 #pragma unroll
     for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
@@ -57,9 +118,10 @@ __device__ __forceinline__ void load_tile_to_shared_async(const T* src, int coun
         cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
     }
     cp_async_wait_all();
-  } else {
-    load_tile_to_shared(src, count, vec_ok, fill, shared, tid);
+    return;
   }
+#endif
+  load_tile_to_shared(in, base, count, vec_ok, fill, shared, tid);
 }
 
 // Shared -> global, the first `count` elements of the tile.

@@ -1,0 +1,468 @@
+//! Where elements live: [`Buffer`] (owned), [`View`] and [`ViewMut`] (borrowed ranges of a buffer,
+//! zero-copy), and the traits [`Slice`] / [`SliceMut`] through which every primitive takes any of
+//! them.
+
+use crate::context::{Backend, Context};
+use crate::cuda::memory::DeviceMem;
+use crate::cuda::Gpu;
+use crate::error::{invalid, Error, Result};
+use crate::source::{Map, Mapped};
+use crate::Element;
+use std::marker::PhantomData;
+use std::ops::{Bound, Range, RangeBounds};
+use std::sync::Arc;
+
+/// A sequence of elements living on a context's backend: device memory on the GPU, a `Vec` on the
+/// CPU. Borrow part of it with [`slice`](Buffer::slice) / [`slice_mut`](Buffer::slice_mut).
+pub struct Buffer<T: Element> {
+    pub(crate) storage: Storage<T>,
+}
+
+pub(crate) enum Storage<T> {
+    Host(Vec<T>),
+    Device {
+        mem: DeviceMem,
+        len: usize,
+        _t: PhantomData<T>,
+    },
+}
+
+/// A borrowed, read-only range of a buffer (cudarc's `CudaView`): no copy is made.
+///
+/// ```
+/// let ctx = mgpu::Context::cpu();
+/// let data = ctx.upload(&[1, 2, 3, 4, 5])?;
+/// let tail = data.slice(2..);
+/// assert_eq!(ctx.reduce(&tail, &mgpu::Op::plus())?, 12);
+/// assert_eq!(tail.slice(1..2).to_vec()?, vec![4]);
+/// # Ok::<(), mgpu::Error>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct View<'a, T: Element> {
+    pub(crate) at: At<'a, T>,
+}
+
+/// A borrowed, writable range of a buffer (cudarc's `CudaViewMut`): no copy is made.
+///
+/// ```
+/// use mgpu::{Context, Op, ScanOptions};
+/// let ctx = Context::cpu();
+/// let mut data = ctx.upload(&[1, 1, 1, 1, 1])?;
+/// ctx.scan_in_place(&mut data.slice_mut(1..4), &Op::plus(), ScanOptions::inclusive())?;
+/// assert_eq!(data.to_vec()?, vec![1, 1, 2, 3, 1]);
+/// # Ok::<(), mgpu::Error>(())
+/// ```
+pub struct ViewMut<'a, T: Element> {
+    pub(crate) at: At<'a, T>,
+    _unique: PhantomData<&'a mut [T]>,
+}
+
+/// Where a view's elements are: a host slice (CPU backend) or a device range (GPU backend) on
+/// the stream of the buffer's context (its `home`). For a `ViewMut`, the host slice is the
+/// exclusive borrow turned shared for storage; it is only written through `host_mut`.
+pub(crate) enum At<'a, T> {
+    Host(&'a [T]),
+    HostMut(*mut T, usize, PhantomData<&'a mut [T]>),
+    Device {
+        home: &'a Arc<Gpu>,
+        ptr: u64,
+        len: usize,
+    },
+}
+
+impl<T> Clone for At<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for At<'_, T> {}
+
+// SAFETY of Send/Sync for views: a view is a borrow of `[T]` (T: Element is Send + Sync) or of
+// device memory owned by a `Buffer`, which is Send + Sync; the raw pointer of `HostMut` stands for
+// an exclusive borrow held for 'a.
+unsafe impl<T: Element> Send for ViewMut<'_, T> {}
+unsafe impl<T: Element> Sync for ViewMut<'_, T> {}
+unsafe impl<T: Element> Send for View<'_, T> {}
+unsafe impl<T: Element> Sync for View<'_, T> {}
+
+impl<'a, T> At<'a, T> {
+    fn len(&self) -> usize {
+        match self {
+            At::Host(s) => s.len(),
+            At::HostMut(_, n, _) => *n,
+            At::Device { len, .. } => *len,
+        }
+    }
+
+    /// The sub-range `r` (already checked to lie inside).
+    fn sub(self, r: Range<usize>) -> At<'a, T> {
+        match self {
+            At::Host(s) => At::Host(&s[r]),
+            // SAFETY: `r` lies inside the `n` elements this exclusive borrow covers.
+            At::HostMut(p, _, _) => At::HostMut(unsafe { p.add(r.start) }, r.len(), PhantomData),
+            At::Device { home, ptr, .. } => At::Device {
+                home,
+                ptr: ptr + (r.start * std::mem::size_of::<T>()) as u64,
+                len: r.len(),
+            },
+        }
+    }
+
+    pub(crate) fn host(&self) -> Option<&'a [T]> {
+        match *self {
+            At::Host(s) => Some(s),
+            // SAFETY: the pointer and length come from an exclusive borrow of 'a; reading through
+            // a shared reborrow while the view is not written is sound.
+            At::HostMut(p, n, _) => Some(unsafe { std::slice::from_raw_parts(p, n) }),
+            At::Device { .. } => None,
+        }
+    }
+
+    /// The device address and the buffer's home stream, on the GPU backend.
+    pub(crate) fn device(&self) -> Option<(&'a Arc<Gpu>, u64)> {
+        match *self {
+            At::Device { home, ptr, .. } => Some((home, ptr)),
+            _ => None,
+        }
+    }
+}
+
+/// Resolves `range` against `len` like slice indexing does; `None` when out of bounds.
+fn resolve(range: &impl RangeBounds<usize>, len: usize) -> Option<Range<usize>> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1)?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    (start <= end && end <= len).then_some(start..end)
+}
+
+fn out_of_range(range: &impl RangeBounds<usize>, len: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "slice {:?}..{:?} is out of range for {len} elements",
+        range.start_bound(),
+        range.end_bound()
+    ))
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Elements in memory that a primitive can read: a [`Buffer`], a [`View`] or a [`ViewMut`].
+/// Every primitive takes its memory inputs as `&impl Slice<T>`.
+///
+/// ```
+/// use mgpu::{Context, Op, Slice};
+/// fn total(ctx: &Context, xs: &impl Slice<u32>) -> mgpu::Result<u32> {
+///     ctx.reduce(xs, &Op::plus())
+/// }
+/// let ctx = Context::cpu();
+/// let data = ctx.upload(&[1u32, 2, 3])?;
+/// assert_eq!(total(&ctx, &data)? + total(&ctx, &data.slice(1..))?, 11);
+/// # Ok::<(), mgpu::Error>(())
+/// ```
+pub trait Slice<T: Element>: sealed::Sealed {
+    /// A view of all of it.
+    fn view(&self) -> View<'_, T>;
+}
+
+/// Elements in memory that a primitive can write: a [`Buffer`] or a [`ViewMut`]. Every primitive
+/// takes its outputs as `&mut impl SliceMut<T>`.
+pub trait SliceMut<T: Element>: Slice<T> {
+    /// A writable view of all of it.
+    fn view_mut(&mut self) -> ViewMut<'_, T>;
+}
+
+impl<T: Element> sealed::Sealed for Buffer<T> {}
+impl<T: Element> sealed::Sealed for View<'_, T> {}
+impl<T: Element> sealed::Sealed for ViewMut<'_, T> {}
+
+impl<T: Element> Slice<T> for Buffer<T> {
+    fn view(&self) -> View<'_, T> {
+        let at = match &self.storage {
+            Storage::Host(v) => At::Host(v),
+            Storage::Device { mem, len, .. } => At::Device {
+                home: &mem.gpu,
+                ptr: mem.ptr,
+                len: *len,
+            },
+        };
+        View { at }
+    }
+}
+
+impl<T: Element> SliceMut<T> for Buffer<T> {
+    fn view_mut(&mut self) -> ViewMut<'_, T> {
+        let at = match &mut self.storage {
+            Storage::Host(v) => At::HostMut(v.as_mut_ptr(), v.len(), PhantomData),
+            Storage::Device { mem, len, .. } => At::Device {
+                home: &mem.gpu,
+                ptr: mem.ptr,
+                len: *len,
+            },
+        };
+        ViewMut {
+            at,
+            _unique: PhantomData,
+        }
+    }
+}
+
+// References to slices are slices: generic code can pass `&mut b` where it holds `b: &mut Buffer`.
+impl<S: ?Sized> sealed::Sealed for &S {}
+impl<S: ?Sized> sealed::Sealed for &mut S {}
+impl<T: Element, S: Slice<T> + ?Sized> Slice<T> for &S {
+    fn view(&self) -> View<'_, T> {
+        (**self).view()
+    }
+}
+impl<T: Element, S: Slice<T> + ?Sized> Slice<T> for &mut S {
+    fn view(&self) -> View<'_, T> {
+        (**self).view()
+    }
+}
+impl<T: Element, S: SliceMut<T> + ?Sized> SliceMut<T> for &mut S {
+    fn view_mut(&mut self) -> ViewMut<'_, T> {
+        (**self).view_mut()
+    }
+}
+
+impl<T: Element> Slice<T> for View<'_, T> {
+    fn view(&self) -> View<'_, T> {
+        *self
+    }
+}
+
+impl<T: Element> Slice<T> for ViewMut<'_, T> {
+    fn view(&self) -> View<'_, T> {
+        View { at: self.at }
+    }
+}
+
+impl<T: Element> SliceMut<T> for ViewMut<'_, T> {
+    fn view_mut(&mut self) -> ViewMut<'_, T> {
+        ViewMut {
+            at: self.at,
+            _unique: PhantomData,
+        }
+    }
+}
+
+/// Methods every kind of slice shares, written once.
+macro_rules! common_methods {
+    () => {
+        /// Number of elements.
+        pub fn len(&self) -> usize {
+            self.view().at.len()
+        }
+
+        /// True when there is no element.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// True when the elements live in GPU memory.
+        pub fn is_device(&self) -> bool {
+            self.view().at.device().is_some()
+        }
+
+        /// Copies the elements to the host (waits for the work queued on the buffer's stream).
+        pub fn to_vec(&self) -> Result<Vec<T>> {
+            let at = self.view().at;
+            if let Some(s) = at.host() {
+                return Ok(s.to_vec());
+            }
+            let (home, ptr) = at.device().expect("host or device");
+            let mut out = vec![T::zeroed(); at.len()];
+            home.download(ptr, &mut out)?;
+            Ok(out)
+        }
+
+        /// The elements read through `map` as they are loaded, by reduce, scan or copy (no
+        /// intermediate buffer).
+        ///
+        /// ```
+        /// use mgpu::{Context, Map, Op};
+        /// let ctx = Context::cpu();
+        /// let x = ctx.upload(&[3i64, -4])?;
+        /// assert_eq!(ctx.reduce(&x.map(&Map::square()), &Op::plus())?, 25);
+        /// # Ok::<(), mgpu::Error>(())
+        /// ```
+        pub fn map<'s, O: Element>(&'s self, map: &'s Map<T, O>) -> Mapped<'s, T, O> {
+            Mapped {
+                input: self.view(),
+                map,
+            }
+        }
+
+        /// A read-only view of `range` (as `&v[range]`, zero-copy).
+        ///
+        /// # Panics
+        /// When `range` is out of bounds, as slice indexing does: an out-of-range view is a bug in
+        /// the caller, not a condition to handle. [`try_slice`](Self::try_slice) returns an error
+        /// instead.
+        pub fn slice(&self, range: impl RangeBounds<usize>) -> View<'_, T> {
+            self.try_slice(range).unwrap_or_else(|e| panic!("{e}"))
+        }
+
+        /// A read-only view of `range`, or [`Error::InvalidArgument`] when it is out of bounds
+        /// (as `v.get(range)`).
+        pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<View<'_, T>> {
+            let at = self.view().at;
+            let r = resolve(&range, at.len()).ok_or_else(|| out_of_range(&range, at.len()))?;
+            Ok(View { at: at.sub(r) })
+        }
+    };
+}
+
+/// Methods of the writable kinds of slice.
+macro_rules! mut_methods {
+    () => {
+        /// A writable view of `range` (as `&mut v[range]`, zero-copy).
+        ///
+        /// # Panics
+        /// When `range` is out of bounds, as slice indexing does;
+        /// [`try_slice_mut`](Self::try_slice_mut) returns an error instead.
+        pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> ViewMut<'_, T> {
+            self.try_slice_mut(range).unwrap_or_else(|e| panic!("{e}"))
+        }
+
+        /// A writable view of `range`, or [`Error::InvalidArgument`] when it is out of bounds.
+        pub fn try_slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
+            let at = self.view_mut().at;
+            let r = resolve(&range, at.len()).ok_or_else(|| out_of_range(&range, at.len()))?;
+            Ok(ViewMut {
+                at: at.sub(r),
+                _unique: PhantomData,
+            })
+        }
+
+        /// Overwrites the elements with `data`, which must have the same length.
+        pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
+            let at = self.view_mut().at;
+            if data.len() != at.len() {
+                return invalid(format!(
+                    "copy_from_host: {} elements given for {} in the destination",
+                    data.len(),
+                    at.len()
+                ));
+            }
+            match at {
+                At::HostMut(p, n, _) => {
+                    // SAFETY: `p`, `n` come from the exclusive borrow this method holds.
+                    unsafe { std::slice::from_raw_parts_mut(p, n) }.copy_from_slice(data);
+                    Ok(())
+                }
+                At::Device { home, ptr, .. } => home.upload(ptr, data),
+                At::Host(_) => unreachable!("a writable view is never a shared host slice"),
+            }
+        }
+    };
+}
+
+impl<T: Element> Buffer<T> {
+    common_methods!();
+    mut_methods!();
+
+    /// Hands the device memory to a cudarc slice without copying.
+    pub fn into_cuda_slice(self) -> Result<cudarc::driver::CudaSlice<T>>
+    where
+        T: cudarc::driver::DeviceRepr,
+    {
+        match self.storage {
+            Storage::Host(_) => invalid("into_cuda_slice: the buffer lives on the CPU backend"),
+            Storage::Device { mem, len, .. } => Ok(mem.into_cuda_slice(len)),
+        }
+    }
+}
+
+impl<'a, T: Element> View<'a, T> {
+    common_methods!();
+}
+
+impl<'a, T: Element> ViewMut<'a, T> {
+    common_methods!();
+    mut_methods!();
+
+    /// The host slice to write (CPU backend).
+    pub(crate) fn host_mut(&mut self) -> Option<&mut [T]> {
+        match self.at {
+            // SAFETY: `p`, `n` come from an exclusive borrow of 'a that this view holds uniquely
+            // (`&mut self`).
+            At::HostMut(p, n, _) => Some(unsafe { std::slice::from_raw_parts_mut(p, n) }),
+            _ => None,
+        }
+    }
+}
+
+impl<T: Element> std::fmt::Debug for Buffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let place = if self.is_device() { "device" } else { "host" };
+        write!(
+            f,
+            "Buffer<{}>({} elements on the {place})",
+            T::CUDA_TYPE,
+            self.len()
+        )
+    }
+}
+
+impl<T: Element> std::fmt::Debug for View<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "View<{}>({} elements)", T::CUDA_TYPE, self.len())
+    }
+}
+
+impl<T: Element> std::fmt::Debug for ViewMut<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ViewMut<{}>({} elements)", T::CUDA_TYPE, self.len())
+    }
+}
+
+/// Checks that elements live on the context's backend (and GPU); returns the GPU side, if any.
+pub(crate) fn check_place<T>(ctx: &Context, at: &At<'_, T>, what: &str) -> Result<()> {
+    match (&ctx.backend, at.device()) {
+        (Backend::Cpu, None) => Ok(()),
+        (Backend::Cuda(g), Some((home, _))) => {
+            if g.ctx.cu_ctx() == home.ctx.cu_ctx() {
+                Ok(())
+            } else {
+                invalid(format!("{what} belongs to another GPU context"))
+            }
+        }
+        (Backend::Cpu, Some(_)) => {
+            invalid(format!("{what} lives on a GPU but the context is the CPU"))
+        }
+        (Backend::Cuda(_), None) => {
+            invalid(format!("{what} lives on the CPU but the context is a GPU"))
+        }
+    }
+}
+
+/// Checks a readable argument's backend and returns its view.
+pub(crate) fn input<'a, T: Element>(
+    ctx: &Context,
+    s: &'a impl Slice<T>,
+    what: &str,
+) -> Result<View<'a, T>> {
+    let v = s.view();
+    check_place(ctx, &v.at, what)?;
+    Ok(v)
+}
+
+/// Checks a writable argument's backend and returns its view.
+pub(crate) fn output<'a, T: Element>(
+    ctx: &Context,
+    s: &'a mut impl SliceMut<T>,
+    what: &str,
+) -> Result<ViewMut<'a, T>> {
+    let v = s.view_mut();
+    check_place(ctx, &v.at, what)?;
+    Ok(v)
+}
