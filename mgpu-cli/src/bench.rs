@@ -2,7 +2,7 @@
 //! CUB, all measured in the same run (CUDA events, warm-up, median).
 
 use crate::peers::Peer;
-use mgpu::{Arithmetic, Buffer, Comparator, Context, Element, Op, ScanOptions};
+use mgpu::{Arithmetic, Buffer, Comparator, Context, Element, Map, Op, ScanOptions};
 use std::time::Instant;
 
 struct Args {
@@ -13,6 +13,12 @@ struct Args {
     csv: Option<String>,
     peer: bool,
     deterministic: bool,
+    /// `--transform square`: also the fused transform-reduce / transform-scan of `x * x`, and the
+    /// same on the squares materialized first.
+    transform: bool,
+    /// `--offset K`: run on views starting K elements into their buffers (K = 1: not 16-byte
+    /// aligned).
+    offset: usize,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -34,6 +40,8 @@ fn parse(args: &[String]) -> Result<Args, String> {
         csv: None,
         peer: true,
         deterministic: false,
+        transform: false,
+        offset: 0,
     };
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("bench: {flag} needs a value"));
@@ -60,6 +68,15 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--csv" => a.csv = Some(value()?.clone()),
             "--no-peer" => a.peer = false,
             "--deterministic" => a.deterministic = true,
+            "--transform" => match value()?.as_str() {
+                "square" => a.transform = true,
+                other => return Err(format!("bench: unknown --transform `{other}` (square)")),
+            },
+            "--offset" => {
+                a.offset = value()?
+                    .parse()
+                    .map_err(|_| "bench: --offset needs a number of elements")?
+            }
             other => return Err(format!("bench: unknown flag `{other}`")),
         }
     }
@@ -222,43 +239,80 @@ fn bench_type<T: BenchElement>(
     } else {
         ScanOptions::exclusive()
     };
-    let run = |input: &Buffer<T>, out: &mut Buffer<T>| -> mgpu::Result<()> {
-        if a.primitive == "reduce" {
-            ctx.reduce_to_device(input, &op, out)
-        } else {
-            ctx.scan(input, out, &op, options)
+    let square = Map::<T, T>::square();
+    // `fused`: the primitive on the squares, mapped as they are loaded.
+    let run = |input: &Buffer<T>, out: &mut Buffer<T>, fused: bool| -> mgpu::Result<()> {
+        let (off, n) = (a.offset, input.len() - a.offset);
+        let (input, mut out) = (input.slice(off..), out.slice_mut(off..off + n));
+        match (a.primitive == "reduce", fused) {
+            (true, false) => ctx.reduce_to_device(&input, &op, &mut out),
+            (true, true) => ctx.reduce_to_device(&input.map(&square), &op, &mut out),
+            (false, false) => ctx.scan(&input, &mut out, &op, options),
+            (false, true) => ctx.scan(&input.map(&square), &mut out, &op, options),
         }
     };
     // First use: compile (or load from the disk cache) and run once.
     let before = mgpu::cuda::jit::stats();
     let small = ctx
-        .upload(&random::<T>(1 << 20))
+        .upload(&random::<T>((1 << 20) + a.offset))
         .map_err(|e| e.to_string())?;
-    let mut small_out = ctx.zeros::<T>(1 << 20).map_err(|e| e.to_string())?;
+    let mut small_out = ctx.zeros::<T>(small.len()).map_err(|e| e.to_string())?;
     let t = Instant::now();
-    run(&small, &mut small_out)
+    run(&small, &mut small_out, a.transform)
+        .and_then(|_| run(&small, &mut small_out, false))
         .and_then(|_| ctx.synchronize())
         .map_err(|e| e.to_string())?;
     report_first_use(&a.primitive, ty, t, before);
+    let at = if a.offset > 0 {
+        format!("@+{}", a.offset)
+    } else {
+        String::new()
+    };
     let mut rows = Vec::new();
     for log2 in a.sizes.clone() {
         let n = 1usize << log2;
-        let input = ctx.upload(&random::<T>(n)).map_err(|e| e.to_string())?;
-        let mut out = ctx.zeros::<T>(n).map_err(|e| e.to_string())?;
-        let ms = time(ctx, a.reps, || run(&input, &mut out))?;
+        let input = ctx
+            .upload(&random::<T>(n + a.offset))
+            .map_err(|e| e.to_string())?;
+        let mut out = ctx.zeros::<T>(n + a.offset).map_err(|e| e.to_string())?;
         let memcpy_ms = time(ctx, a.reps, || ctx.copy(&input, &mut out))?;
-        // The peer harness names these algorithms as the bench does.
-        let peers = vec![("cub", peer_ms(peer, &a.primitive, ty, n as u64, a.reps))];
-        let row = Row {
-            variant: a.primitive.clone(),
-            ty: ty.to_string(),
-            log2,
-            ms,
-            memcpy_ms,
-            peers,
-        };
-        print_row(&row, std::mem::size_of::<T>());
-        rows.push(row);
+        let mut variants = vec![(format!("{}{at}", a.primitive), false, false)];
+        if a.transform {
+            variants.push((format!("{}-sq{at}", a.primitive), true, false));
+            variants.push((format!("{}-sqmat{at}", a.primitive), false, true));
+        }
+        for (variant, fused, materialize) in variants {
+            let mut squares = if materialize {
+                Some(ctx.zeros::<T>(n + a.offset).map_err(|e| e.to_string())?)
+            } else {
+                None
+            };
+            let ms = time(ctx, a.reps, || match squares.as_mut() {
+                // Materialize x * x, then run the plain primitive on it.
+                Some(sq) => ctx
+                    .copy(&input.map(&square), sq)
+                    .and_then(|_| run(sq, &mut out, false)),
+                None => run(&input, &mut out, fused),
+            })?;
+            // The peer harness names these algorithms as the bench does (CUB has no
+            // transform-scan entry point; its reduce has TransformReduce).
+            let cub_algo = match (a.primitive.as_str(), fused || materialize) {
+                (p, false) => Some(p),
+                ("reduce", true) => Some("transform-reduce"),
+                _ => None,
+            };
+            let cub = cub_algo.and_then(|c| peer_ms(peer, c, ty, n as u64, a.reps));
+            let row = Row {
+                variant,
+                ty: ty.to_string(),
+                log2,
+                ms,
+                memcpy_ms,
+                peers: vec![("cub", cub)],
+            };
+            print_row(&row, std::mem::size_of::<T>());
+            rows.push(row);
+        }
     }
     Ok(rows)
 }
@@ -283,8 +337,10 @@ fn bench_sort_type<T: BenchElement>(
     let mut rows = Vec::new();
     for log2 in a.sizes.clone() {
         let n = 1usize << log2;
-        let pristine = ctx.upload(&random_keys::<T>(n)).map_err(err)?;
-        let mut keys = ctx.zeros::<T>(n).map_err(err)?;
+        // With --offset, keys and values are views `off..` of buffers of n + off elements.
+        let off = a.offset;
+        let pristine = ctx.upload(&random_keys::<T>(n + off)).map_err(err)?;
+        let mut keys = ctx.zeros::<T>(n + off).map_err(err)?;
         let memcpy_ms = time(ctx, a.reps, || ctx.copy(&pristine, &mut keys))?;
         for &(variant, cub_algo, radix_algo) in variants {
             let (t, before) = (Instant::now(), mgpu::cuda::jit::stats());
@@ -294,17 +350,19 @@ fn bench_sort_type<T: BenchElement>(
                     a.reps,
                     &mut keys,
                     |k| ctx.copy(&pristine, k),
-                    |k| ctx.sort(k, &comp),
+                    |k| ctx.sort(&mut k.slice_mut(off..), &comp),
                 )?,
                 "sort-pairs" => {
-                    let values = ctx.upload(&random::<T>(n)).map_err(err)?;
-                    let mut vals = ctx.zeros::<T>(n).map_err(err)?;
+                    let values = ctx.upload(&random::<T>(n + off)).map_err(err)?;
+                    let mut vals = ctx.zeros::<T>(n + off).map_err(err)?;
                     time_with_setup(
                         ctx,
                         a.reps,
                         &mut (&mut keys, &mut vals),
                         |(k, v)| ctx.copy(&pristine, k).and_then(|_| ctx.copy(&values, v)),
-                        |(k, v)| ctx.sort_pairs(k, v, &comp),
+                        |(k, v)| {
+                            ctx.sort_pairs(&mut k.slice_mut(off..), &mut v.slice_mut(off..), &comp)
+                        },
                     )?
                 }
                 _ => {
@@ -325,8 +383,13 @@ fn bench_sort_type<T: BenchElement>(
             if !radix_algo.is_empty() {
                 peers.push(("radix", peer_ms(peer, radix_algo, ty, n as u64, a.reps)));
             }
+            let at = if off > 0 {
+                format!("@+{off}")
+            } else {
+                String::new()
+            };
             let row = Row {
-                variant: variant.to_string(),
+                variant: format!("{variant}{at}"),
                 ty: ty.to_string(),
                 log2,
                 ms,
@@ -343,7 +406,11 @@ fn bench_sort_type<T: BenchElement>(
 fn print_row(r: &Row, size: usize) {
     let n = (1u64 << r.log2) as f64;
     // Bytes that must move: reduce reads n; the others read and write n (a sort, per pass).
-    let traffic = if r.variant == "reduce" { 1.0 } else { 2.0 };
+    let traffic = if r.variant.starts_with("reduce") {
+        1.0
+    } else {
+        2.0
+    };
     let mut peers = String::new();
     for (_, ms) in &r.peers {
         peers += &match ms {
@@ -352,7 +419,7 @@ fn print_row(r: &Row, size: usize) {
         };
     }
     println!(
-        "{:<10} {:<4} 2^{:<3} {:>9.4} {:>9.2} {:>8.1} {:>9.4} {:>7.3}{peers}",
+        "{:<16} {:<4} 2^{:<3} {:>9.4} {:>9.2} {:>8.1} {:>9.4} {:>7.3}{peers}",
         r.variant,
         r.ty,
         r.log2,
@@ -397,7 +464,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         a.reps
     );
     let mut header = format!(
-        "{:<10} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
+        "{:<16} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
         "prim",
         "type",
         "n",

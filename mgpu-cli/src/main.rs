@@ -15,11 +15,14 @@ commands:
   demo [NAME...]        run the seed demonstrations (all when no name): scan, max-reduce,
                         sort-keys, sort-pairs
   bench <reduce|scan|sort|merge> [--sizes A..B] [--types i32,i64,f32,f64] [--reps N]
-        [--csv FILE] [--no-peer] [--deterministic]
+        [--csv FILE] [--no-peer] [--deterministic] [--transform square] [--offset K]
                         GPU benchmark against a device memcpy and CUB (when nvcc is present:
                         DeviceReduce, DeviceScan, DeviceMergeSort and DeviceRadixSort, DeviceMerge);
                         sizes are powers of two (default 16..28); types also u32, u64,
-                        and u8, u16 for reduce and scan (no CUB peer for those two)
+                        and u8, u16 for reduce and scan (no CUB peer for those two);
+                        --transform square adds x * x fused into the load (-sq, vs CUB's
+                        TransformReduce) and materialized first (-sqmat); --offset K runs on
+                        views K elements into their buffers (@+K)
   occupancy [--arch N]  every kernel compiled for sm_N (default: the GPU's, else 90): registers,
                         shared memory, local memory, and theoretical occupancy with its limiter
   info                  the backend, the device, and the JIT cache

@@ -146,6 +146,15 @@ pub(crate) fn scan<T: Element>(
 
     match algorithm {
         ScanAlgorithm::LookBack => {
+            // Tiles begin `head` elements before the output, so that all but the first start on
+            // a 128-byte line (kernel_scan.cu).
+            let size = std::mem::size_of::<T>() as u64;
+            let head = if 128 % size == 0 && output % size == 0 {
+                (128 - output % 128) % 128 / size
+            } else {
+                0
+            };
+            let num_tiles = (count + head).div_ceil(nv);
             let mut scratch = gpu.lookback.lock().unwrap_or_else(|e| e.into_inner());
             let record = value_record(std::mem::size_of::<T>());
             scratch.prepare(gpu, num_tiles as usize, record)?;
@@ -166,6 +175,7 @@ pub(crate) fn scan<T: Element>(
                     &input,
                     &output,
                     &count,
+                    &head,
                     &exclusive,
                     &scratch.ptr,
                     &scratch.tickets,

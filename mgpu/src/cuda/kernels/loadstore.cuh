@@ -17,22 +17,25 @@ struct Input {
     return Count()(start, i);
   }
   __device__ __forceinline__ bool vector_ok() const { return false; }
+  __device__ __forceinline__ bool vector_ok_at(u64) const { return false; }
 #else
   const In* ptr;
   __device__ __forceinline__ T operator[](u64 i) const { return MapIn()(ptr[i]); }
   // Whole 16-byte vectors of `In` can be read from an aligned pointer (views may not be).
-  __device__ __forceinline__ bool vector_ok() const {
-    return MGPU_VEC_IN > 1 && ((size_t)ptr & 15) == 0;
+  __device__ __forceinline__ bool vector_ok() const { return vector_ok_at(0); }
+  // The same for the tile starting `base` elements in.
+  __device__ __forceinline__ bool vector_ok_at(u64 base) const {
+    return MGPU_VEC_IN > 1 && ((size_t)(ptr + base) & 15) == 0;
   }
 #endif
 };
 
 // Stores 16 bytes of `In`s, loaded as chunk `c` of a tile, to the tile in shared memory as `T`s.
 __device__ __forceinline__ void store_chunk_mapped(const uint4& r, int c, T* shared) {
-  constexpr int VEC = MGPU_VEC_IN;
 #if MGPU_LOAD_PLAIN
   reinterpret_cast<uint4*>(shared)[c] = r;
 #else
+  constexpr int VEC = MGPU_VEC_IN;
   In x[VEC];
   memcpy(x, &r, 16);
   if constexpr (sizeof(T) == sizeof(In)) {
