@@ -147,10 +147,11 @@ pub(crate) fn scan<T: Element>(
     match algorithm {
         ScanAlgorithm::LookBack => {
             // Tiles begin `head` elements before the output, so that all but the first start on
-            // a 128-byte line (kernel_scan.cu).
+            // a 128-byte line (kernel_scan.cu): out + (NV - head) * size lies on one when NV *
+            // size does, as with every sm_90 scan tuning.
             let size = std::mem::size_of::<T>() as u64;
             let head = if 128 % size == 0 && output % size == 0 {
-                (128 - output % 128) % 128 / size
+                output % 128 / size
             } else {
                 0
             };
