@@ -53,16 +53,23 @@ pub struct View<'a, T: Element> {
 /// # Ok::<(), mgpu::Error>(())
 /// ```
 pub struct ViewMut<'a, T: Element> {
-    pub(crate) at: At<'a, T>,
-    _unique: PhantomData<&'a mut [T]>,
+    pub(crate) at: AtMut<'a, T>,
 }
 
 /// Where a view's elements are: a host slice (CPU backend) or a device range (GPU backend) on
-/// the stream of the buffer's context (its `home`). For a `ViewMut`, the host slice is the
-/// exclusive borrow turned shared for storage; it is only written through `host_mut`.
+/// the stream of the buffer's context (its `home`).
 pub(crate) enum At<'a, T> {
     Host(&'a [T]),
-    HostMut(*mut T, usize, PhantomData<&'a mut [T]>),
+    Device {
+        home: &'a Arc<Gpu>,
+        ptr: u64,
+        len: usize,
+    },
+}
+
+/// The writable counterpart of `At`.
+pub(crate) enum AtMut<'a, T> {
+    Host(&'a mut [T]),
     Device {
         home: &'a Arc<Gpu>,
         ptr: u64,
@@ -77,19 +84,10 @@ impl<T> Clone for At<'_, T> {
 }
 impl<T> Copy for At<'_, T> {}
 
-// SAFETY of Send/Sync for views: a view is a borrow of `[T]` (T: Element is Send + Sync) or of
-// device memory owned by a `Buffer`, which is Send + Sync; the raw pointer of `HostMut` stands for
-// an exclusive borrow held for 'a.
-unsafe impl<T: Element> Send for ViewMut<'_, T> {}
-unsafe impl<T: Element> Sync for ViewMut<'_, T> {}
-unsafe impl<T: Element> Send for View<'_, T> {}
-unsafe impl<T: Element> Sync for View<'_, T> {}
-
 impl<'a, T> At<'a, T> {
     fn len(&self) -> usize {
         match self {
             At::Host(s) => s.len(),
-            At::HostMut(_, n, _) => *n,
             At::Device { len, .. } => *len,
         }
     }
@@ -98,8 +96,6 @@ impl<'a, T> At<'a, T> {
     fn sub(self, r: Range<usize>) -> At<'a, T> {
         match self {
             At::Host(s) => At::Host(&s[r]),
-            // SAFETY: `r` lies inside the `n` elements this exclusive borrow covers.
-            At::HostMut(p, _, _) => At::HostMut(unsafe { p.add(r.start) }, r.len(), PhantomData),
             At::Device { home, ptr, .. } => At::Device {
                 home,
                 ptr: ptr + (r.start * std::mem::size_of::<T>()) as u64,
@@ -108,12 +104,10 @@ impl<'a, T> At<'a, T> {
         }
     }
 
+    /// The host slice, on the CPU backend.
     pub(crate) fn host(&self) -> Option<&'a [T]> {
         match *self {
             At::Host(s) => Some(s),
-            // SAFETY: the pointer and length come from an exclusive borrow of 'a; reading through
-            // a shared reborrow while the view is not written is sound.
-            At::HostMut(p, n, _) => Some(unsafe { std::slice::from_raw_parts(p, n) }),
             At::Device { .. } => None,
         }
     }
@@ -122,7 +116,58 @@ impl<'a, T> At<'a, T> {
     pub(crate) fn device(&self) -> Option<(&'a Arc<Gpu>, u64)> {
         match *self {
             At::Device { home, ptr, .. } => Some((home, ptr)),
-            _ => None,
+            At::Host(_) => None,
+        }
+    }
+}
+
+impl<'a, T> AtMut<'a, T> {
+    fn len(&self) -> usize {
+        match self {
+            AtMut::Host(s) => s.len(),
+            AtMut::Device { len, .. } => *len,
+        }
+    }
+
+    fn sub(self, r: Range<usize>) -> AtMut<'a, T> {
+        match self {
+            AtMut::Host(s) => AtMut::Host(&mut s[r]),
+            AtMut::Device { home, ptr, .. } => AtMut::Device {
+                home,
+                ptr: ptr + (r.start * std::mem::size_of::<T>()) as u64,
+                len: r.len(),
+            },
+        }
+    }
+
+    /// A shared borrow of it.
+    fn shared(&self) -> At<'_, T> {
+        match self {
+            AtMut::Host(s) => At::Host(s),
+            AtMut::Device { home, ptr, len } => At::Device {
+                home,
+                ptr: *ptr,
+                len: *len,
+            },
+        }
+    }
+
+    /// A shorter exclusive borrow of it.
+    fn reborrow(&mut self) -> AtMut<'_, T> {
+        match self {
+            AtMut::Host(s) => AtMut::Host(s),
+            AtMut::Device { home, ptr, len } => AtMut::Device {
+                home,
+                ptr: *ptr,
+                len: *len,
+            },
+        }
+    }
+
+    pub(crate) fn device(&self) -> Option<(&'a Arc<Gpu>, u64)> {
+        match *self {
+            AtMut::Device { home, ptr, .. } => Some((home, ptr)),
+            AtMut::Host(_) => None,
         }
     }
 }
@@ -200,17 +245,14 @@ impl<T: Element> Slice<T> for Buffer<T> {
 impl<T: Element> SliceMut<T> for Buffer<T> {
     fn view_mut(&mut self) -> ViewMut<'_, T> {
         let at = match &mut self.storage {
-            Storage::Host(v) => At::HostMut(v.as_mut_ptr(), v.len(), PhantomData),
-            Storage::Device { mem, len, .. } => At::Device {
+            Storage::Host(v) => AtMut::Host(v),
+            Storage::Device { mem, len, .. } => AtMut::Device {
                 home: &mem.gpu,
                 ptr: mem.ptr,
                 len: *len,
             },
         };
-        ViewMut {
-            at,
-            _unique: PhantomData,
-        }
+        ViewMut { at }
     }
 }
 
@@ -241,15 +283,16 @@ impl<T: Element> Slice<T> for View<'_, T> {
 
 impl<T: Element> Slice<T> for ViewMut<'_, T> {
     fn view(&self) -> View<'_, T> {
-        View { at: self.at }
+        View {
+            at: self.at.shared(),
+        }
     }
 }
 
 impl<T: Element> SliceMut<T> for ViewMut<'_, T> {
     fn view_mut(&mut self) -> ViewMut<'_, T> {
         ViewMut {
-            at: self.at,
-            _unique: PhantomData,
+            at: self.at.reborrow(),
         }
     }
 }
@@ -337,10 +380,7 @@ macro_rules! mut_methods {
         pub fn try_slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
             let at = self.view_mut().at;
             let r = resolve(&range, at.len()).ok_or_else(|| out_of_range(&range, at.len()))?;
-            Ok(ViewMut {
-                at: at.sub(r),
-                _unique: PhantomData,
-            })
+            Ok(ViewMut { at: at.sub(r) })
         }
 
         /// Overwrites the elements with `data`, which must have the same length.
@@ -354,13 +394,11 @@ macro_rules! mut_methods {
                 ));
             }
             match at {
-                At::HostMut(p, n, _) => {
-                    // SAFETY: `p`, `n` come from the exclusive borrow this method holds.
-                    unsafe { std::slice::from_raw_parts_mut(p, n) }.copy_from_slice(data);
+                AtMut::Host(s) => {
+                    s.copy_from_slice(data);
                     Ok(())
                 }
-                At::Device { home, ptr, .. } => home.upload(ptr, data),
-                At::Host(_) => unreachable!("a writable view is never a shared host slice"),
+                AtMut::Device { home, ptr, .. } => home.upload(ptr, data),
             }
         }
     };
@@ -392,11 +430,9 @@ impl<'a, T: Element> ViewMut<'a, T> {
 
     /// The host slice to write (CPU backend).
     pub(crate) fn host_mut(&mut self) -> Option<&mut [T]> {
-        match self.at {
-            // SAFETY: `p`, `n` come from an exclusive borrow of 'a that this view holds uniquely
-            // (`&mut self`).
-            At::HostMut(p, n, _) => Some(unsafe { std::slice::from_raw_parts_mut(p, n) }),
-            _ => None,
+        match &mut self.at {
+            AtMut::Host(s) => Some(s),
+            AtMut::Device { .. } => None,
         }
     }
 }
@@ -425,7 +461,7 @@ impl<T: Element> std::fmt::Debug for ViewMut<'_, T> {
     }
 }
 
-/// Checks that elements live on the context's backend (and GPU); returns the GPU side, if any.
+/// Checks that elements live on the context's backend (and GPU).
 pub(crate) fn check_place<T>(ctx: &Context, at: &At<'_, T>, what: &str) -> Result<()> {
     match (&ctx.backend, at.device()) {
         (Backend::Cpu, None) => Ok(()),
@@ -463,6 +499,6 @@ pub(crate) fn output<'a, T: Element>(
     what: &str,
 ) -> Result<ViewMut<'a, T>> {
     let v = s.view_mut();
-    check_place(ctx, &v.at, what)?;
+    check_place(ctx, &v.at.shared(), what)?;
     Ok(v)
 }

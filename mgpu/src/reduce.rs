@@ -7,7 +7,7 @@ use crate::cuda::{self, memory::DeviceMem, Gpu};
 use crate::error::{invalid, Result};
 use crate::source::Source;
 use crate::tuning::{self, Family, Tuning};
-use crate::{cpu, Element, Op, SliceMut};
+use crate::{cpu, Element, Op, Slice, SliceMut};
 use std::sync::Arc;
 
 /// Where a total (a reduction, or a scan's total) is delivered.
@@ -37,7 +37,7 @@ impl<'a, T: Element> Total<'a, T> {
             _ => None,
         };
         if let Some(d) = &device {
-            check_place(ctx, &d.at, "the total's buffer")?;
+            check_place(ctx, &d.view().at, "the total's buffer")?;
             if d.is_empty() {
                 return invalid("the total's buffer is empty: it needs room for one element");
             }

@@ -150,7 +150,7 @@ pub(crate) fn scan<T: Element>(
             // a 128-byte line (kernel_scan.cu): out + (NV - head) * size lies on one when NV *
             // size does, as with every sm_90 scan tuning.
             let size = std::mem::size_of::<T>() as u64;
-            let head = if 128 % size == 0 && output % size == 0 {
+            let head = if 128 % size == 0 && output.is_multiple_of(size) {
                 output % 128 / size
             } else {
                 0
