@@ -13,7 +13,7 @@ pub enum Error {
     #[error("NVRTC is not available: {0} (install the CUDA toolkit or `pip install nvidia-cuda-nvrtc` and put its lib folder on LD_LIBRARY_PATH)")]
     NoNvrtc(String),
     /// A kernel did not compile; `log` is NVRTC's program log.
-    #[error("kernel `{kernel}` failed to compile for {arch}; check the operator's CUDA expression and the element type's CUDA declaration.\nNVRTC log:\n{log}")]
+    #[error("kernel `{kernel}` failed to compile for {arch}; check the CUDA expressions of the operator, map or comparator and the element types' CUDA declarations.\nNVRTC log:\n{log}")]
     Compile {
         kernel: String,
         arch: String,
