@@ -219,6 +219,18 @@ pub trait Slice<T: Element>: sealed::Sealed {
 
 /// Elements in memory that a primitive can write: a [`Buffer`] or a [`ViewMut`]. Every primitive
 /// takes its outputs as `&mut impl SliceMut<T>`.
+///
+/// ```
+/// use mgpu::{Comparator, Context, SliceMut};
+/// fn sort_desc(ctx: &Context, keys: &mut impl SliceMut<i32>) -> mgpu::Result<()> {
+///     ctx.sort(keys, &Comparator::greater())
+/// }
+/// let ctx = Context::cpu();
+/// let mut keys = ctx.upload(&[1, 5, 2, 9, 3])?;
+/// sort_desc(&ctx, &mut keys.slice_mut(1..4))?;
+/// assert_eq!(keys.to_vec()?, vec![1, 9, 5, 2, 3]);
+/// # Ok::<(), mgpu::Error>(())
+/// ```
 pub trait SliceMut<T: Element>: Slice<T> {
     /// A writable view of all of it.
     fn view_mut(&mut self) -> ViewMut<'_, T>;

@@ -111,6 +111,17 @@ impl Context {
     /// the stream of a `CudaSlice`), so that mgpu's work is ordered with the caller's without any
     /// extra synchronization. It shares this context's loaded kernels; the stream must belong to
     /// the same CUDA context.
+    ///
+    /// ```
+    /// let ctx = mgpu::Context::new()?;
+    /// if let Some(theirs) = ctx.fork()?.cuda_stream() {
+    ///     // e.g. candle's stream, or `cuda_slice.stream()`
+    ///     let on_theirs = ctx.on_cuda_stream(theirs.clone())?;
+    ///     let x = on_theirs.upload(&[1, 2, 3])?;
+    ///     assert_eq!(on_theirs.reduce(&x, &mgpu::Op::plus())?, 6);
+    /// }
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
     pub fn on_cuda_stream(&self, stream: Arc<CudaStream>) -> Result<Context> {
         match &self.backend {
             Backend::Cpu => invalid("on_cuda_stream: the context is the CPU backend"),
@@ -183,6 +194,16 @@ impl Context {
 
     /// Makes the work queued on this context from now on wait for the work queued so far on
     /// `other` (`wait_for(&other.record_event()?)`).
+    ///
+    /// ```
+    /// let ctx = mgpu::Context::new()?;
+    /// let side = ctx.fork()?;
+    /// let mut idx = side.zeros::<u32>(1000)?;
+    /// side.sequence(&mut idx, 1)?;
+    /// ctx.join(&side)?; // ctx's next work starts after the sequence
+    /// assert_eq!(ctx.reduce(&idx, &mgpu::Op::plus())?, 500_500);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
     pub fn join(&self, other: &Context) -> Result<()> {
         self.wait_for(&other.record_event()?)
     }
