@@ -187,68 +187,112 @@ fn eight_threads_on_four_streams() {
     }
 }
 
-/// A buffer uploaded on a fork, scanned by the main context, read back through its own stream; the
-/// buffer dropped (freed on its stream) while the other stream's work on it may still be pending,
-/// its memory reused at once by new work on that stream.
+/// Keeps `ctx`'s stream busy for a while (a sort of a few million keys on the GPU), so that work
+/// queued after it on that stream is still pending when the host goes on: races then show.
+fn busy(ctx: &Context, keys: &mut mgpu::Buffer<u32>) {
+    ctx.sort(keys, &Comparator::greater()).unwrap();
+    ctx.sort(keys, &Comparator::less()).unwrap();
+}
+
+/// A buffer uploaded on a fork, used by the main context while the main stream is busy, read back
+/// through its own stream; dropped (freed on its stream) while the main context's work on it is
+/// still pending, its memory reused at once by new work on its stream. Then the other direction.
 #[test]
 fn a_buffer_of_one_stream_used_on_another() {
     let mut r = rng();
     for ctx in backends() {
         let side = ctx.fork().unwrap();
-        let n = if ctx.is_gpu() { 1 << 22 } else { 1 << 18 };
+        let n = if ctx.is_gpu() { 1 << 22 } else { 1 << 16 };
         let data = random_vec::<u32>(&mut r, n);
         let other = random_vec::<u32>(&mut r, n);
         let (expect, total) = serial_scan(&data, &Op::plus(), ScanKind::Inclusive);
-        for round in 0..reps(&ctx, 20, 2) {
+        let (twice, _) = serial_scan(&expect, &Op::plus(), ScanKind::Inclusive);
+        let busy_n = if ctx.is_gpu() { 1 << 23 } else { 1000 };
+        let mut ctx_busy = ctx.upload(&random_vec::<u32>(&mut r, busy_n)).unwrap();
+        let mut side_busy = side.upload(&random_vec::<u32>(&mut r, busy_n)).unwrap();
+        for round in 0..reps(&ctx, 12, 2) {
             let what = format!("{ctx:?} round {round}");
-            // Made on the side stream, scanned on the main one.
-            let input = side.upload(&data).unwrap();
+            // Made on the side stream, scanned on the busy main one.
             let mut out = ctx.upload(&vec![u32::poison(); n + 1]).unwrap();
+            let input = side.upload(&data).unwrap();
+            busy(&ctx, &mut ctx_busy);
             ctx.scan(&input, &mut out, &Op::plus(), ScanOptions::inclusive())
                 .unwrap();
-            // Freed on the side stream while the scan may still be running on the main one; new
-            // allocations on the side stream may reuse that memory and overwrite it.
+            // Freed on the side stream while the scan is still queued on the main one; new
+            // allocations on the side stream may reuse that memory, and overwrite it at once.
             drop(input);
-            let mut clobber = side.upload(&other).unwrap();
-            side.scan_in_place(&mut clobber, &Op::bit_xor(), ScanOptions::exclusive())
+            let mut clobber = side.zeros::<u32>(n).unwrap();
+            side.sequence(&mut clobber, 12345).unwrap();
+            let mut clobber2 = side.upload(&other).unwrap();
+            side.scan_in_place(&mut clobber2, &Op::bit_xor(), ScanOptions::exclusive())
                 .unwrap();
-            let mut clobber2 = side.zeros::<u32>(n).unwrap();
-            side.sequence(&mut clobber2, 12345).unwrap();
             let got = out.to_vec().unwrap();
             same(&got[..n], &expect)
                 .unwrap_or_else(|e| panic!("{what}: scan of a freed input: {e}"));
             assert_eq!(got[n], u32::poison(), "{what}: past the end");
             drop((clobber, clobber2));
 
-            // A side buffer scanned in place by the main context, read back by its own stream.
+            // A side buffer scanned in place (twice) by the busy main context, read back at once
+            // through its own stream.
             let mut b = side.upload(&data).unwrap();
+            busy(&ctx, &mut ctx_busy);
             ctx.scan_in_place(&mut b, &Op::plus(), ScanOptions::inclusive())
                 .unwrap();
-            same(&b.to_vec().unwrap(), &expect)
+            ctx.scan_in_place(&mut b, &Op::plus(), ScanOptions::inclusive())
+                .unwrap();
+            same(&b.to_vec().unwrap(), &twice)
                 .unwrap_or_else(|e| panic!("{what}: in place on another stream's buffer: {e}"));
-            // Reduced by the main context (a view of a side buffer) into a view of another side
-            // buffer, read back through the side stream.
+            // Reduced by the busy main context (a view of a side buffer) into a view of another
+            // side buffer, read back at once through the side stream.
+            let mut b = side.upload(&expect).unwrap();
             let mut tot = side.upload(&[u32::poison(); 2]).unwrap();
+            busy(&ctx, &mut ctx_busy);
             ctx.reduce_to_device(&b.slice(n - 1..), &Op::plus(), &mut tot.slice_mut(1..))
                 .unwrap();
             same(&tot.to_vec().unwrap(), &[u32::poison(), total])
                 .unwrap_or_else(|e| panic!("{what}: device total on the side stream: {e}"));
+            // The side stream then changes that buffer: after the main context's reduce read it.
+            let mut check = ctx.upload(&[u32::poison()]).unwrap();
+            busy(&ctx, &mut ctx_busy);
+            ctx.reduce_to_device(&b, &Op::plus(), &mut check).unwrap();
+            side.sequence(&mut b, 0).unwrap();
+            assert_eq!(
+                check.to_vec().unwrap(),
+                vec![fold(&expect, &Op::plus())],
+                "{what}: read before the write"
+            );
 
-            // The other direction: main-stream buffers used on the side, the input dropped at once.
+            // Written on the busy side stream, read at once by the idle main context, which must
+            // wait for that write; and the other way round.
+            let mut w = side.upload(&data).unwrap();
+            busy(&side, &mut side_busy);
+            side.scan_in_place(&mut w, &Op::plus(), ScanOptions::inclusive())
+                .unwrap();
+            let mut copied = ctx.upload(&vec![u32::poison(); n]).unwrap();
+            ctx.copy(&w, &mut copied).unwrap();
+            same(&copied.to_vec().unwrap(), &expect)
+                .unwrap_or_else(|e| panic!("{what}: copy of a side buffer being written: {e}"));
+            let mut w = ctx.upload(&data).unwrap();
+            busy(&ctx, &mut ctx_busy);
+            ctx.scan_in_place(&mut w, &Op::plus(), ScanOptions::inclusive())
+                .unwrap();
+            assert_eq!(
+                side.reduce(&w, &Op::bit_xor()).unwrap(),
+                fold(&expect, &Op::bit_xor()),
+                "{what}: side reduce of a main buffer being written"
+            );
+
+            // The other direction: main-stream buffers used on the busy side stream, the input
+            // dropped at once and its memory reused on the main stream, the output read back at
+            // once through the main stream.
             let input = ctx.upload(&data).unwrap();
             let mut out = ctx.upload(&vec![u32::poison(); n]).unwrap();
-            let host_total = side
-                .scan_with(
-                    &input,
-                    &mut out,
-                    &Op::plus(),
-                    ScanOptions::inclusive(),
-                    Total::Host,
-                )
+            busy(&side, &mut side_busy);
+            side.scan(&input, &mut out, &Op::plus(), ScanOptions::inclusive())
                 .unwrap();
             drop(input);
-            let _reuse = ctx.upload(&other).unwrap();
-            assert_eq!(host_total, Some(total), "{what}");
+            let mut reuse = ctx.zeros::<u32>(n).unwrap();
+            ctx.sequence(&mut reuse, 777).unwrap();
             same(&out.to_vec().unwrap(), &expect)
                 .unwrap_or_else(|e| panic!("{what}: side scan into a main buffer: {e}"));
         }
@@ -296,10 +340,15 @@ fn events_order_work_across_streams() {
         let (scanned, _) = serial_scan(&data, &Op::plus(), ScanKind::Inclusive);
         let sum_of_scan = fold(&scanned, &Op::plus());
         let max_of_scan = fold(&scanned, &Op::maximum());
-        for round in 0..reps(&ctx, 30, 3) {
+        // Work queued before the scans keeps each stream busy, so a missing order would show.
+        let busy_n = if ctx.is_gpu() { 1 << 23 } else { 1000 };
+        let mut ctx_busy = ctx.upload(&random_vec::<u32>(&mut r, busy_n)).unwrap();
+        let mut side_busy = side.upload(&random_vec::<u32>(&mut r, busy_n)).unwrap();
+        for round in 0..reps(&ctx, 20, 3) {
             let what = format!("{ctx:?} round {round}");
             // Data of the main context, scanned on the side stream.
             let mut d = ctx.upload(&data).unwrap();
+            busy(&side, &mut side_busy);
             side.scan_in_place(&mut d, &Op::plus(), ScanOptions::inclusive())
                 .unwrap();
             let event = side.record_event().unwrap();
@@ -307,6 +356,7 @@ fn events_order_work_across_streams() {
             assert_eq!(ctx.reduce(&d, &Op::plus()).unwrap(), sum_of_scan, "{what}");
             // The same with join, and data of the side stream, reduced on the device.
             let mut e = side.upload(&data).unwrap();
+            busy(&side, &mut side_busy);
             side.scan_in_place(&mut e, &Op::plus(), ScanOptions::inclusive())
                 .unwrap();
             ctx.join(&side).unwrap();
@@ -319,6 +369,7 @@ fn events_order_work_across_streams() {
                 "{what}: join"
             );
             // The other way round, and an event waited for on the host.
+            busy(&ctx, &mut ctx_busy);
             ctx.scan_in_place(&mut e, &Op::plus(), ScanOptions::exclusive())
                 .unwrap();
             side.join(&ctx).unwrap();
