@@ -6,27 +6,9 @@ use common::*;
 use mgpu::tuning::Family;
 use mgpu::{Context, Op, ScanAlgorithm, ScanKind, ScanOptions, Total, Tuning};
 
-fn serial<T: mgpu::Element>(data: &[T], op: &Op<T>, kind: ScanKind) -> (Vec<T>, T) {
-    let mut carry = op.identity();
-    let out = data
-        .iter()
-        .map(|&x| {
-            let next = op.apply(carry, x);
-            let v = if kind == ScanKind::Exclusive {
-                carry
-            } else {
-                next
-            };
-            carry = next;
-            v
-        })
-        .collect();
-    (out, carry)
-}
-
 fn check_one<T: TestElement>(ctx: &Context, op: &Op<T>, data: &[T], options: ScanOptions) {
     let n = data.len();
-    let (expect, expect_total) = serial(data, op, options.kind);
+    let (expect, expect_total) = serial_scan(data, op, options.kind);
     let what = |e: String| format!("{ctx:?} {} {options:?} n={n}: {e}", op.name());
     // Out of place, into a poisoned output 3 longer than the input (the tail must survive).
     let input = ctx.upload(data).unwrap();
@@ -169,9 +151,9 @@ fn lookback_stress() {
     ] {
         let opts = ScanOptions::inclusive().with_tuning(tuning);
         let data = random_vec::<u32>(&mut r, (1 << 22) + 17);
-        let ints = serial(&data, &Op::plus(), ScanKind::Inclusive).0;
+        let ints = serial_scan(&data, &Op::plus(), ScanKind::Inclusive).0;
         let affines = random_vec::<Affine>(&mut r, (1 << 21) + 5);
-        let composed = serial(&affines, &affine_op(), ScanKind::Inclusive).0;
+        let composed = serial_scan(&affines, &affine_op(), ScanKind::Inclusive).0;
         let input = ctx.upload(&data).unwrap();
         let affine_input = ctx.upload(&affines).unwrap();
         for run in 0..5 {
@@ -204,7 +186,7 @@ fn lookback_state_carries_over_between_scans() {
             .scan_with(&input, &mut out, op, ScanOptions::exclusive(), Total::Host)
             .unwrap()
             .unwrap();
-        let (expect, expect_total) = serial(data, op, ScanKind::Exclusive);
+        let (expect, expect_total) = serial_scan(data, op, ScanKind::Exclusive);
         same(&out.to_vec().unwrap(), &expect)
             .unwrap_or_else(|e| panic!("round {round} n={}: {e}", data.len()));
         same(&[total], &[expect_total]).unwrap();
@@ -239,7 +221,7 @@ fn concurrent_scans_on_one_context() {
         for data in &inputs {
             let ctx = ctx.clone();
             s.spawn(move || {
-                let expect = serial(data, &Op::plus(), ScanKind::Inclusive).0;
+                let expect = serial_scan(data, &Op::plus(), ScanKind::Inclusive).0;
                 let input = ctx.upload(data).unwrap();
                 for run in 0..10 {
                     let mut out = ctx.upload(&vec![u32::poison(); data.len()]).unwrap();

@@ -9,12 +9,6 @@ use mgpu::tuning::{self, Family};
 use mgpu::{Comparator, Context, Element};
 use rand::Rng;
 
-fn stable_sorted<K: Element>(keys: &[K], comp: &Comparator<K>) -> (Vec<K>, Vec<u32>) {
-    let mut idx: Vec<u32> = (0..keys.len() as u32).collect();
-    idx.sort_by(|&a, &b| comp.ordering(&keys[a as usize], &keys[b as usize]));
-    (idx.iter().map(|&i| keys[i as usize]).collect(), idx)
-}
-
 /// Sizes around the sort tile of `family`, with tile counts that give odd and even pass counts.
 fn sort_sizes(ctx: &Context, family: Family, elem: usize) -> Vec<usize> {
     let nv = tuning::lookup(family, ctx.arch().unwrap_or(90), elem)

@@ -5,38 +5,8 @@
 
 mod common;
 use common::*;
-use mgpu::{
-    Comparator, Context, Element, Error, Op, ScanAlgorithm, ScanKind, ScanOptions, Total, Tuning,
-};
+use mgpu::{Comparator, Context, Error, Op, ScanAlgorithm, ScanKind, ScanOptions, Total, Tuning};
 use rand::Rng;
-
-fn serial_scan<T: Element>(data: &[T], op: &Op<T>, kind: ScanKind) -> (Vec<T>, T) {
-    let mut carry = op.identity();
-    let out = data
-        .iter()
-        .map(|&x| {
-            let next = op.apply(carry, x);
-            let v = if kind == ScanKind::Exclusive {
-                carry
-            } else {
-                next
-            };
-            carry = next;
-            v
-        })
-        .collect();
-    (out, carry)
-}
-
-fn fold<T: Element>(data: &[T], op: &Op<T>) -> T {
-    data.iter().fold(op.identity(), |a, &b| op.apply(a, b))
-}
-
-fn stable_sorted<K: Element>(keys: &[K], comp: &Comparator<K>) -> (Vec<K>, Vec<u32>) {
-    let mut idx: Vec<u32> = (0..keys.len() as u32).collect();
-    idx.sort_by(|&a, &b| comp.ordering(&keys[a as usize], &keys[b as usize]));
-    (idx.iter().map(|&i| keys[i as usize]).collect(), idx)
-}
 
 /// Repetitions: more on the GPU, where races can show; few on the CPU (2 cores here).
 fn reps(ctx: &Context, gpu: usize, cpu: usize) -> usize {

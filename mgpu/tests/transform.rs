@@ -6,36 +6,12 @@
 mod common;
 use common::*;
 use mgpu::tuning::Family;
-use mgpu::{
-    Arithmetic, Context, Counting, Element, Error, Map, Op, ScanKind, ScanOptions, Source, Total,
-};
+use mgpu::{Arithmetic, Context, Counting, Element, Error, Map, Op, ScanOptions, Source, Total};
 use rand::rngs::StdRng;
 use rand::Rng;
 
 /// A multi-level size.
 const BIG: usize = (1 << 20) + 3;
-
-fn serial_scan<T: Element>(data: &[T], op: &Op<T>, kind: ScanKind) -> (Vec<T>, T) {
-    let mut carry = op.identity();
-    let out = data
-        .iter()
-        .map(|&x| {
-            let next = op.apply(carry, x);
-            let v = if kind == ScanKind::Exclusive {
-                carry
-            } else {
-                next
-            };
-            carry = next;
-            v
-        })
-        .collect();
-    (out, carry)
-}
-
-fn fold<T: Element>(data: &[T], op: &Op<T>) -> T {
-    data.iter().fold(op.identity(), |a, &b| op.apply(a, b))
-}
 
 /// Sizes around the reduce and scan tiles of `O` (the type the primitives compute in).
 fn sizes_for<O: Element>(ctx: &Context) -> Vec<usize> {

@@ -117,30 +117,6 @@ fn sizes_for(ctx: &Context, family: Family, elem: usize) -> Vec<usize> {
     v
 }
 
-fn serial_scan<T: Element>(data: &[T], op: &Op<T>, kind: ScanKind) -> (Vec<T>, T) {
-    let mut carry = op.identity();
-    let out = data
-        .iter()
-        .map(|&x| {
-            let next = op.apply(carry, x);
-            let v = if kind == ScanKind::Exclusive {
-                carry
-            } else {
-                next
-            };
-            carry = next;
-            v
-        })
-        .collect();
-    (out, carry)
-}
-
-fn stable_sorted<K: Element>(keys: &[K], comp: &Comparator<K>) -> (Vec<K>, Vec<u32>) {
-    let mut idx: Vec<u32> = (0..keys.len() as u32).collect();
-    idx.sort_by(|&a, &b| comp.ordering(&keys[a as usize], &keys[b as usize]));
-    (idx.iter().map(|&i| keys[i as usize]).collect(), idx)
-}
-
 fn serial_merge<K: Element>(a: &[K], b: &[K], comp: &Comparator<K>) -> (Vec<K>, Vec<u32>) {
     let (mut i, mut j) = (0, 0);
     let (mut out, mut from) = (Vec::new(), Vec::new());

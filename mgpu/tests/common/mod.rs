@@ -209,3 +209,34 @@ pub fn tile(ctx: &Context, family: mgpu::tuning::Family, size: usize) -> usize {
 pub fn affine_key_less() -> mgpu::Comparator<Affine> {
     mgpu::Comparator::new("by_a", |x: &Affine, y: &Affine| x.a < y.a, "a.a < b.a")
 }
+
+/// The sequential scan of `data` and its total: the reference for every scan.
+pub fn serial_scan<T: Element>(data: &[T], op: &Op<T>, kind: mgpu::ScanKind) -> (Vec<T>, T) {
+    let mut carry = op.identity();
+    let out = data
+        .iter()
+        .map(|&x| {
+            let next = op.apply(carry, x);
+            let v = if kind == mgpu::ScanKind::Exclusive {
+                carry
+            } else {
+                next
+            };
+            carry = next;
+            v
+        })
+        .collect();
+    (out, carry)
+}
+
+/// The sequential reduction of `data`.
+pub fn fold<T: Element>(data: &[T], op: &Op<T>) -> T {
+    data.iter().fold(op.identity(), |a, &b| op.apply(a, b))
+}
+
+/// The stable sort of `keys` and the input position of each sorted key.
+pub fn stable_sorted<K: Element>(keys: &[K], comp: &mgpu::Comparator<K>) -> (Vec<K>, Vec<u32>) {
+    let mut idx: Vec<u32> = (0..keys.len() as u32).collect();
+    idx.sort_by(|&a, &b| comp.ordering(&keys[a as usize], &keys[b as usize]));
+    (idx.iter().map(|&i| keys[i as usize]).collect(), idx)
+}
