@@ -23,6 +23,7 @@
 //! backend in [`cuda`].
 
 pub mod buffer;
+pub mod compact;
 pub mod context;
 pub mod cpu;
 pub mod cuda;
@@ -38,10 +39,11 @@ pub mod tuning;
 
 pub use buffer::{Buffer, Slice, SliceMut, View, ViewMut};
 pub use bytemuck;
+pub use compact::Count;
 pub use context::{Context, Event};
 pub use element::Element;
 pub use error::{Error, Result};
-pub use op::{Arithmetic, Bitwise, Comparator, Op};
+pub use op::{Arithmetic, Bitwise, Comparator, Equality, Op, Predicate};
 pub use reduce::Total;
 pub use scan::{ScanAlgorithm, ScanKind, ScanOptions};
 pub use source::{Counting, Map, Mapped, Source};

@@ -354,3 +354,164 @@ impl<T: Arithmetic> Comparator<T> {
         Comparator::new("greater", |a: &T, b: &T| nan_aware_less(b, a), cuda)
     }
 }
+
+/// The CPU side of a predicate.
+type PredicateFn<T> = dyn Fn(&T) -> bool + Send + Sync;
+
+/// A yes/no test of one element, for the compaction primitives
+/// ([`select_if`](crate::Context::select_if), [`partition_if`](crate::Context::partition_if)):
+/// a Rust function (CPU) and a CUDA C++ boolean expression over `x` (GPU), which must agree.
+///
+/// ```
+/// use mgpu::Predicate;
+/// let even = Predicate::new("even", |x: &i32| x % 2 == 0, "x % 2 == 0");
+/// assert!(even.test(&4) && !even.test(&7));
+/// ```
+#[derive(Clone)]
+pub struct Predicate<T> {
+    name: Cow<'static, str>,
+    cpu: Arc<PredicateFn<T>>,
+    cuda_expression: Cow<'static, str>,
+    cuda_helpers: Cow<'static, str>,
+}
+
+impl<T> std::fmt::Debug for Predicate<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Predicate")
+            .field("name", &self.name)
+            .field("cuda", &self.cuda_expression)
+            .finish()
+    }
+}
+
+impl<T: Element> Predicate<T> {
+    /// A custom predicate; `cpu` and `cuda_expression` must compute the same test.
+    pub fn new(
+        name: impl Into<Cow<'static, str>>,
+        cpu: impl Fn(&T) -> bool + Send + Sync + 'static,
+        cuda_expression: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        Predicate {
+            name: name.into(),
+            cpu: Arc::new(cpu),
+            cuda_expression: cuda_expression.into(),
+            cuda_helpers: Cow::Borrowed(""),
+        }
+    }
+
+    /// CUDA C++ device functions the expression calls.
+    pub fn with_cuda_helpers(mut self, source: impl Into<Cow<'static, str>>) -> Self {
+        self.cuda_helpers = source.into();
+        self
+    }
+
+    /// Applies the predicate on the CPU.
+    #[inline]
+    pub fn test(&self, x: &T) -> bool {
+        (self.cpu)(x)
+    }
+
+    /// The predicate's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The CUDA C++ expression over `x`.
+    pub fn cuda_expression(&self) -> &str {
+        &self.cuda_expression
+    }
+
+    /// CUDA C++ helper source.
+    pub fn cuda_helpers(&self) -> &str {
+        &self.cuda_helpers
+    }
+}
+
+impl<T: Arithmetic> Predicate<T> {
+    /// True for every value but zero (the flags of
+    /// [`select_flagged`](crate::Context::select_flagged)).
+    pub fn nonzero() -> Self {
+        Predicate::new("nonzero", |x: &T| *x != T::ZERO, "x != (T)0")
+    }
+}
+
+/// The CPU side of an equality.
+type EqualFn<T> = dyn Fn(&T, &T) -> bool + Send + Sync;
+
+/// An equivalence relation that groups adjacent elements into runs, for
+/// [`unique`](crate::Context::unique), [`run_length_encode`](crate::Context::run_length_encode)
+/// and [`reduce_by_key`](crate::Context::reduce_by_key): a Rust function (CPU) and a CUDA C++
+/// boolean expression over `a` and `b` (GPU), which must agree.
+///
+/// ```
+/// use mgpu::Equality;
+/// let same_decade = Equality::new("decade", |a: &u32, b: &u32| a / 10 == b / 10, "a / 10 == b / 10");
+/// assert!(same_decade.equal(&31, &39));
+/// assert!(!Equality::<f32>::equal_to().equal(&f32::NAN, &f32::NAN));
+/// ```
+#[derive(Clone)]
+pub struct Equality<T> {
+    name: Cow<'static, str>,
+    cpu: Arc<EqualFn<T>>,
+    cuda_expression: Cow<'static, str>,
+    cuda_helpers: Cow<'static, str>,
+}
+
+impl<T> std::fmt::Debug for Equality<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Equality")
+            .field("name", &self.name)
+            .field("cuda", &self.cuda_expression)
+            .finish()
+    }
+}
+
+impl<T: Element> Equality<T> {
+    /// A custom equality; `cpu` and `cuda_expression` must define the same equivalence.
+    pub fn new(
+        name: impl Into<Cow<'static, str>>,
+        cpu: impl Fn(&T, &T) -> bool + Send + Sync + 'static,
+        cuda_expression: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        Equality {
+            name: name.into(),
+            cpu: Arc::new(cpu),
+            cuda_expression: cuda_expression.into(),
+            cuda_helpers: Cow::Borrowed(""),
+        }
+    }
+
+    /// CUDA C++ device functions the expression calls.
+    pub fn with_cuda_helpers(mut self, source: impl Into<Cow<'static, str>>) -> Self {
+        self.cuda_helpers = source.into();
+        self
+    }
+
+    /// True when `a` and `b` belong to the same run.
+    #[inline]
+    pub fn equal(&self, a: &T, b: &T) -> bool {
+        (self.cpu)(a, b)
+    }
+
+    /// The equality's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The CUDA C++ expression over `a` and `b`.
+    pub fn cuda_expression(&self) -> &str {
+        &self.cuda_expression
+    }
+
+    /// CUDA C++ helper source.
+    pub fn cuda_helpers(&self) -> &str {
+        &self.cuda_helpers
+    }
+}
+
+impl<T: Arithmetic> Equality<T> {
+    /// `a == b` (floats: NaN equals nothing, so each NaN is a run of its own; `-0.0 == 0.0`).
+    pub fn equal_to() -> Self {
+        Equality::new("equal_to", |a: &T, b: &T| a == b, "a == b")
+    }
+}

@@ -78,6 +78,9 @@ pub enum Family {
     SortKeys,
     /// Mergesort and merge of keys with values or indices (size class: key + value size).
     SortPairs,
+    /// Single-pass compaction (select, partition, unique) and reduce-by-key (size class: key +
+    /// value size).
+    Compact,
 }
 
 impl Family {
@@ -88,6 +91,7 @@ impl Family {
             Family::Scan => "scan",
             Family::SortKeys => "sort_keys",
             Family::SortPairs => "sort_pairs",
+            Family::Compact => "compact",
         }
     }
     fn parse(s: &str) -> Option<Family> {
@@ -96,6 +100,7 @@ impl Family {
             "scan" => Some(Family::Scan),
             "sort_keys" => Some(Family::SortKeys),
             "sort_pairs" => Some(Family::SortPairs),
+            "compact" => Some(Family::Compact),
             _ => None,
         }
     }
@@ -140,7 +145,7 @@ pub fn for_computed_input(mut t: Tuning) -> Tuning {
 /// Bytes per element that a family's tile holds for keys of `key_size` and values of `value_size`.
 pub fn tile_element_size(family: Family, key_size: usize, value_size: usize) -> usize {
     match family {
-        Family::SortPairs => key_size + value_size,
+        Family::SortPairs | Family::Compact => key_size + value_size,
         _ => key_size,
     }
 }
@@ -178,6 +183,11 @@ const TABLE: &[Entry] = &[
     e(Family::SortPairs, 70, 4, 256, 11, 1),
     e(Family::SortPairs, 70, 8, 256, 11, 1),
     e(Family::SortPairs, 70, 16, 128, 7, 2),
+    // Compaction: a thread holds its VT keys (and values) in registers across the look-back, and
+    // a tile's kept-item mask is one 32-bit word (VT <= 31).
+    e(Family::Compact, 70, 4, 128, 15, 4),
+    e(Family::Compact, 70, 8, 128, 11, 4),
+    e(Family::Compact, 70, 16, 128, 7, 4),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
     // (median of 10-15; 2^28 i32 in ms, memcpy of the same bytes 0.718 ms):
     //   256x15x2 1.03 | 256x23x1 0.95 | 256x31x1 0.96 | 128x15x4 1.14 | 128x31x4 0.94

@@ -298,3 +298,109 @@ fn a_declaration_that_does_not_match_the_rust_type_is_caught() {
         "{err}"
     );
 }
+
+/// The compaction and reduce-by-key modules for keys `K` (and values `V`): every configuration
+/// the API launches, in 32- and 64-bit counts.
+fn check_compact<K: Element + mgpu::Arithmetic, V: Element>(op: &Op<V>) -> Vec<String> {
+    use jit::{CompactSpec, KeyTest, Rejected};
+    let pred = mgpu::Predicate::<K>::nonzero();
+    let eq = mgpu::Equality::<K>::equal_to();
+    let mut lines = Vec::new();
+    let same = std::any::TypeId::of::<K>() == std::any::TypeId::of::<V>();
+    for wide_count in [false, true] {
+        let spec = |unique, keys_out, values, rejected| CompactSpec {
+            unique,
+            keys_out,
+            values,
+            rejected,
+            wide_count,
+        };
+        let mut jobs: Vec<(CompactSpec, KeyTest<'_, K>, bool)> = vec![
+            (
+                spec(false, false, true, Rejected::Dropped),
+                KeyTest::Predicate(&pred),
+                false,
+            ),
+            (
+                spec(true, true, true, Rejected::Dropped),
+                KeyTest::Runs(&eq),
+                false,
+            ),
+            (
+                spec(true, true, true, Rejected::Dropped),
+                KeyTest::Runs(&eq),
+                true,
+            ),
+        ];
+        if same {
+            jobs.extend([
+                (
+                    spec(false, true, false, Rejected::Dropped),
+                    KeyTest::Predicate(&pred),
+                    false,
+                ),
+                (
+                    spec(false, true, false, Rejected::Reversed),
+                    KeyTest::Predicate(&pred),
+                    false,
+                ),
+                (
+                    spec(false, true, false, Rejected::Separate),
+                    KeyTest::Predicate(&pred),
+                    false,
+                ),
+                (
+                    spec(true, true, false, Rejected::Dropped),
+                    KeyTest::Runs(&eq),
+                    false,
+                ),
+            ]);
+        }
+        for (spec, test, by_key) in &jobs {
+            let size = std::mem::size_of::<K>()
+                + if spec.values {
+                    std::mem::size_of::<V>()
+                } else {
+                    0
+                };
+            let mut tuning = tuning::lookup(Family::Compact, ARCH, size).unwrap();
+            tuning.vt = tuning.vt.min(31);
+            let op = by_key.then_some(op);
+            let src = jit::compact_source::<K, V>(spec, test, op, &tuning);
+            let module = if *by_key {
+                Module::ReduceByKey
+            } else {
+                Module::Compact
+            };
+            let what = format!("{spec:?}");
+            let c = jit::compile_uncached(module.name(), &src, ARCH)
+                .unwrap_or_else(|e| panic!("{} {} {what}: {e}", K::CUDA_TYPE, V::CUDA_TYPE));
+            if no_report(&c) {
+                continue;
+            }
+            for k in module.kernels() {
+                let r = c.reports.iter().find(|r| r.name == *k).unwrap_or_else(|| {
+                    panic!("no ptxas report for {k}: {:?}\nlog:\n{}", c.reports, c.log)
+                });
+                let line = format!(
+                    "{:<18} {:<18} {:>4}x{:<2} {:<19} regs {:>3} smem {:>6} stack {} spills {}/{} {what}",
+                    K::CUDA_TYPE, V::CUDA_TYPE, tuning.nt, tuning.vt, k,
+                    r.registers, r.shared_bytes, r.stack_frame, r.spill_stores, r.spill_loads
+                );
+                assert!(r.clean(), "local memory used: {line}");
+                lines.push(line);
+            }
+        }
+    }
+    lines
+}
+
+#[test]
+fn compaction_kernels_compile_without_spills() {
+    if !nvrtc() {
+        return;
+    }
+    let mut lines = Vec::new();
+    lines.extend(check_compact::<i32, i32>(&Op::plus()));
+    eprintln!("{}", lines.join("\n"));
+}

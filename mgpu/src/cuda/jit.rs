@@ -21,6 +21,7 @@ const KERNEL_SCAN: &str = include_str!("kernels/kernel_scan.cu");
 const KERNEL_TRANSFORM: &str = include_str!("kernels/kernel_transform.cu");
 const CTA_MERGE: &str = include_str!("kernels/cta_merge.cuh");
 const KERNEL_MERGESORT: &str = include_str!("kernels/kernel_mergesort.cu");
+const KERNEL_COMPACT: &str = include_str!("kernels/kernel_compact.cu");
 
 /// A kernel family's module: which source files it is made of and which kernels it exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -34,6 +35,10 @@ pub enum Module {
     Merge,
     /// `mgpu_transform`.
     Transform,
+    /// `mgpu_compact`: select, partition, unique.
+    Compact,
+    /// `mgpu_reduce_by_key` (also run-length encoding).
+    ReduceByKey,
 }
 
 impl Module {
@@ -50,6 +55,14 @@ impl Module {
             ],
             Module::Merge => &[INTRINSICS, CTA_MERGE, KERNEL_MERGESORT],
             Module::Transform => &[INTRINSICS, LOADSTORE, KERNEL_TRANSFORM],
+            Module::Compact | Module::ReduceByKey => &[
+                INTRINSICS,
+                LOADSTORE,
+                CTA_REDUCE,
+                CTA_SCAN,
+                LOOKBACK,
+                KERNEL_COMPACT,
+            ],
         }
     }
     /// The kernels the module exports.
@@ -66,6 +79,8 @@ impl Module {
                 "mgpu_merge",
             ],
             Module::Transform => &["mgpu_transform"],
+            Module::Compact => &["mgpu_compact"],
+            Module::ReduceByKey => &["mgpu_reduce_by_key"],
         }
     }
     /// The module's name in reports.
@@ -75,6 +90,8 @@ impl Module {
             Module::Scan => "scan",
             Module::Merge => "merge",
             Module::Transform => "transform",
+            Module::Compact => "compact",
+            Module::ReduceByKey => "reduce_by_key",
         }
     }
 }
@@ -271,6 +288,138 @@ pub fn sort_source<K: Element, V: Element>(
         comparator.cuda_expression()
     ));
     for part in Module::Merge.sources() {
+        s.push_str(part);
+        s.push('\n');
+    }
+    s
+}
+
+/// What a compaction kernel does with its keys (kernel_compact.cu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rejected {
+    /// Dropped (select, unique).
+    Dropped,
+    /// Into the output's tail, last rejected first (partition_if).
+    Reversed,
+    /// In input order into their own output (partition_copy).
+    Separate,
+}
+
+/// The configuration of a compaction module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CompactSpec {
+    /// Keep the first key of each run of equal keys (else: the keys the predicate accepts).
+    pub unique: bool,
+    /// Write the kept keys.
+    pub keys_out: bool,
+    /// A value array travels with the keys (or, for reduce-by-key, is reduced per run).
+    pub values: bool,
+    /// Where rejected items go.
+    pub rejected: Rejected,
+    /// Counts of 64 bits (inputs of 2^32 items or more); else 32 bits, which the look-back
+    /// publishes packed with its status.
+    pub wide_count: bool,
+}
+
+/// How a compaction tells kept keys from the rest.
+pub enum KeyTest<'a, K> {
+    /// Keep the keys the predicate accepts.
+    Predicate(&'a crate::Predicate<K>),
+    /// Keep the first key of each run of keys equal under this relation.
+    Runs(&'a crate::Equality<K>),
+}
+
+impl<K: Element> KeyTest<'_, K> {
+    /// What the test contributes to a module's cache key.
+    pub fn key(&self) -> String {
+        match self {
+            KeyTest::Predicate(p) => format!("pred|{}|{}", p.cuda_expression(), p.cuda_helpers()),
+            KeyTest::Runs(e) => format!("eq|{}|{}", e.cuda_expression(), e.cuda_helpers()),
+        }
+    }
+}
+
+/// The compaction module's source (`Module::Compact`, or `Module::ReduceByKey` when `op` is given)
+/// for keys `K`, values `V`, the key test and tuning.
+pub fn compact_source<K: Element, V: Element>(
+    spec: &CompactSpec,
+    test: &KeyTest<'_, K>,
+    op: Option<&Op<V>>,
+    tuning: &Tuning,
+) -> String {
+    let module = if op.is_some() {
+        Module::ReduceByKey
+    } else {
+        Module::Compact
+    };
+    let count_size = if spec.wide_count { 8 } else { 4 };
+    // What a tile publishes: its count, or for reduce-by-key a (count, value) pair.
+    let published = match op {
+        None => count_size,
+        Some(_) => crate::cuda::compact::pair_size(
+            count_size,
+            std::mem::size_of::<V>(),
+            std::mem::align_of::<V>(),
+        ),
+    };
+    let mut s = String::with_capacity(32 * 1024);
+    s.push_str(&tuning_defines(module, tuning));
+    s.push_str(&format!(
+        "#define MGPU_STATUS_SLOT {}\n#define MGPU_VALUE_RECORD {}\n#define MGPU_UNIQUE {}\n\
+         #define MGPU_KEYS_OUT {}\n#define MGPU_VALUES {}\n#define MGPU_REJECTED {}\n\
+         #define MGPU_REDUCE_BY_KEY {}\n",
+        crate::cuda::scan::STATUS_SLOT,
+        crate::cuda::scan::value_record(published),
+        spec.unique as u32,
+        spec.keys_out as u32,
+        spec.values as u32,
+        spec.rejected as u32,
+        op.is_some() as u32,
+    ));
+    s.push_str(K::CUDA_DECLARATION);
+    s.push('\n');
+    s.push_str(&element_typedef::<K>("T"));
+    s.push_str(&Load::plain::<K>().source::<K>());
+    if spec.values {
+        if std::any::TypeId::of::<K>() != std::any::TypeId::of::<V>() {
+            s.push_str(V::CUDA_DECLARATION);
+            s.push('\n');
+        }
+        s.push_str(&element_typedef::<V>("V"));
+    }
+    s.push_str(if spec.wide_count {
+        "typedef unsigned long long C;\n"
+    } else {
+        "typedef unsigned C;\n"
+    });
+    match test {
+        KeyTest::Predicate(p) => {
+            s.push_str(p.cuda_helpers());
+            s.push_str(&format!(
+                "\nstruct Pred {{\n  __device__ __forceinline__ bool operator()(const T& x) const {{\n    \
+                 return ({});\n  }}\n}};\n",
+                p.cuda_expression()
+            ));
+        }
+        KeyTest::Runs(e) => {
+            s.push_str(e.cuda_helpers());
+            s.push_str(&format!(
+                "\nstruct Eq {{\n  __device__ __forceinline__ bool operator()(const T& a, const T& b) const {{\n    \
+                 return ({});\n  }}\n}};\n",
+                e.cuda_expression()
+            ));
+        }
+    }
+    if let Some(op) = op {
+        // The reduction runs on values: its expression sees `T` as the value type.
+        s.push_str(op.cuda_helpers());
+        s.push_str(&format!(
+            "\nstruct Op {{\n#define T V\n  __device__ __forceinline__ V operator()(const V& a, const V& b) const {{\n    \
+             return ({});\n  }}\n#undef T\n}};\n",
+            op.cuda_expression()
+        ));
+    }
+    for part in module.sources() {
         s.push_str(part);
         s.push('\n');
     }

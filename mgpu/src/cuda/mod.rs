@@ -1,6 +1,7 @@
 //! The CUDA backend: device, memory, run-time compilation and the host side of each primitive.
 //! All `unsafe` of the crate lives under this module, each block with its `SAFETY:` comment.
 
+pub(crate) mod compact;
 pub mod jit;
 pub(crate) mod memory;
 pub mod occupancy;
@@ -243,6 +244,35 @@ impl Gpu {
         );
         self.load(key, jit::Module::Merge, tuning, || {
             jit::sort_source::<K, V>(comparator, values, tuning)
+        })
+    }
+
+    /// The compaction module (reduce-by-key when `op` is given) for keys `K` and values `V`.
+    pub fn compact_module<K: Element, V: Element>(
+        &self,
+        spec: &jit::CompactSpec,
+        test: &jit::KeyTest<'_, K>,
+        op: Option<&Op<V>>,
+        tuning: &Tuning,
+    ) -> Result<Arc<LoadedModule>> {
+        let key = format!(
+            "compact|{}|{}|{}|{}|{:?}|{}|{:?}|{:?}",
+            K::CUDA_TYPE,
+            K::CUDA_DECLARATION,
+            V::CUDA_TYPE,
+            V::CUDA_DECLARATION,
+            spec,
+            test.key(),
+            op.map(|o| (o.cuda_expression(), o.cuda_helpers())),
+            tuning
+        );
+        let module = if op.is_some() {
+            jit::Module::ReduceByKey
+        } else {
+            jit::Module::Compact
+        };
+        self.load(key, module, tuning, || {
+            jit::compact_source::<K, V>(spec, test, op, tuning)
         })
     }
 

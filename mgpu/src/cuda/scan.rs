@@ -17,7 +17,7 @@ const SINGLE_CTA_TILES: u64 = 1;
 /// The look-back's tile status, passed by value (matches `TileStatus` in lookback.cuh).
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct TileStatusArgs {
+pub(crate) struct TileStatusArgs {
     slots: u64,
     values: u64,
     epoch: u32,
@@ -111,6 +111,31 @@ impl LookbackScratch {
     }
 }
 
+/// Runs a look-back kernel of `num_tiles` tiles on `grid` persistent CTAs: `launch` queues it,
+/// given the ticket counter, the first ticket and the tile status, all sized for values records of
+/// `record` bytes (`value_record` of what a tile publishes). The GPU's look-back state stays locked
+/// until the launch is queued, so launches on its stream run in the order of their epochs.
+pub(crate) fn with_lookback(
+    gpu: &Gpu,
+    num_tiles: u64,
+    grid: u64,
+    record: usize,
+    launch: impl FnOnce(CUdeviceptr, u64, TileStatusArgs) -> Result<()>,
+) -> Result<()> {
+    let mut scratch = gpu.lookback.lock().unwrap_or_else(|e| e.into_inner());
+    scratch.prepare(gpu, num_tiles as usize, record)?;
+    let status = TileStatusArgs {
+        slots: scratch.slots(),
+        values: scratch.values(),
+        epoch: scratch.epoch,
+        _pad: 0,
+    };
+    launch(scratch.ptr, scratch.tickets, status)?;
+    // Each CTA draws one ticket per tile it takes and one that ends its loop.
+    scratch.tickets += num_tiles + grid;
+    Ok(())
+}
+
 /// Scans the `count` elements of the input (`input.0`, loaded as `input.1` says) to `output`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan<T: Element>(
@@ -156,38 +181,34 @@ pub(crate) fn scan<T: Element>(
                 0
             };
             let num_tiles = (count + head).div_ceil(nv);
-            let mut scratch = gpu.lookback.lock().unwrap_or_else(|e| e.into_inner());
-            let record = value_record(std::mem::size_of::<T>());
-            scratch.prepare(gpu, num_tiles as usize, record)?;
-            let args = TileStatusArgs {
-                slots: scratch.slots(),
-                values: scratch.values(),
-                epoch: scratch.epoch,
-                _pad: 0,
-            };
             let (f, resident) = module.function("mgpu_scan_lookback");
             let grid = num_tiles.min((gpu.sm_count * resident) as u64);
-            launch(
+            with_lookback(
                 gpu,
-                f,
-                grid as u32,
-                tuning.nt,
-                &[
-                    &input,
-                    &output,
-                    &count,
-                    &head,
-                    &exclusive,
-                    &scratch.ptr,
-                    &scratch.tickets,
-                    &args,
-                    &total,
-                    &identity,
-                ],
-            )?;
-            // Each CTA draws one ticket per tile it scans and one that ends its loop.
-            scratch.tickets += num_tiles + grid;
-            Ok(())
+                num_tiles,
+                grid,
+                value_record(std::mem::size_of::<T>()),
+                |tickets, first_ticket, status| {
+                    launch(
+                        gpu,
+                        f,
+                        grid as u32,
+                        tuning.nt,
+                        &[
+                            &input,
+                            &output,
+                            &count,
+                            &head,
+                            &exclusive,
+                            &tickets,
+                            &first_ticket,
+                            &status,
+                            &total,
+                            &identity,
+                        ],
+                    )
+                },
+            )
         }
         ScanAlgorithm::ReduceThenScan => {
             let (grid, tiles_per_cta) = split(num_tiles, (gpu.sm_count * blocks_per_sm) as u64);

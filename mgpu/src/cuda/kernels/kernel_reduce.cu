@@ -6,7 +6,7 @@
 struct ReduceStorage {
   union {
     __align__(16) T tile[MGPU_NV];
-    CtaReduceStorage reduce;
+    CtaReduceStorageOf<T> reduce;
   };
 };
 

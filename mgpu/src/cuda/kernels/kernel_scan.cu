@@ -5,6 +5,9 @@
 //                       CTA it is the small-input path and the spine of reduce-then-scan; with many,
 //                       given the spine's carry-ins, it is that algorithm's downsweep.
 
+typedef TileStatusOf<T> TileStatus;
+typedef CtaScanStorageOf<T> CtaScanStorage;
+
 // The tile and the scan's storage are separate (not a union): one barrier fewer per tile.
 struct ScanStorage {
   __align__(16) T tile[MGPU_NV];

@@ -15,18 +15,25 @@
 // in a record of MGPU_VALUE_RECORD bytes per tile in a separate array, so that a reader that saw A
 // never reads a half-overwritten value. Bytes 4..8 of a slot only ever hold tags, whatever the
 // element size of the scan that wrote them: stale bits never read as a tag.
+//
+// What a tile publishes is a template parameter `V` with its operator: the scan's element, or a
+// compaction's count of selected items (kernel_compact.cu), or a (count, value) pair. The host
+// sizes the value records for the `V` of the module (MGPU_VALUE_RECORD) and the static_assert in
+// TileStatusOf checks the kernel agrees.
 
 #define MGPU_STATUS_X 0u
 #define MGPU_STATUS_A 1u
 #define MGPU_STATUS_P 2u
-#define MGPU_PACKED_STATUS (sizeof(T) <= 4)
-static_assert(MGPU_STATUS_SLOT % 32 == 0 && alignof(T) <= MGPU_STATUS_SLOT,
-              "a status slot is whole 32-byte sectors and aligns the element type");
-static_assert(MGPU_PACKED_STATUS || (MGPU_VALUE_RECORD >= 2 * sizeof(T) &&
-                                     MGPU_VALUE_RECORD % MGPU_STATUS_SLOT == 0),
-              "a value record holds the aggregate and the inclusive value in whole slots");
 
-struct TileStatus {
+template <typename V>
+struct TileStatusOf {
+  static constexpr bool PACKED = sizeof(V) <= 4;
+  static_assert(MGPU_STATUS_SLOT % 32 == 0 && alignof(V) <= MGPU_STATUS_SLOT,
+                "a status slot is whole 32-byte sectors and aligns the published type");
+  static_assert(PACKED || (MGPU_VALUE_RECORD >= 2 * sizeof(V) &&
+                           MGPU_VALUE_RECORD % MGPU_STATUS_SLOT == 0),
+                "a value record holds the aggregate and the inclusive value in whole slots");
+
   char* slots;     // MGPU_STATUS_SLOT bytes per tile
   char* values;    // unpacked: MGPU_VALUE_RECORD bytes per tile
   unsigned epoch;  // 1 .. 2^30 - 1
@@ -41,14 +48,14 @@ struct TileStatus {
     return reinterpret_cast<unsigned*>(slots + tile * MGPU_STATUS_SLOT) + 1;
   }
   // The aggregate (status A) or inclusive prefix (status P) of a tile.
-  __device__ __forceinline__ T* value(i64 tile, unsigned status) const {
-    return reinterpret_cast<T*>(values + tile * MGPU_VALUE_RECORD) + (status == MGPU_STATUS_P);
+  __device__ __forceinline__ V* value(i64 tile, unsigned status) const {
+    return reinterpret_cast<V*>(values + tile * MGPU_VALUE_RECORD) + (status == MGPU_STATUS_P);
   }
 
-  __device__ __forceinline__ void publish(i64 tile, unsigned status, T value_) const {
-    if constexpr (MGPU_PACKED_STATUS) {
+  __device__ __forceinline__ void publish(i64 tile, unsigned status, V value_) const {
+    if constexpr (PACKED) {
       unsigned bits = 0;
-      memcpy(&bits, &value_, sizeof(T));
+      memcpy(&bits, &value_, sizeof(V));
       store_relaxed_u64(word(tile), ((u64)(epoch << 2 | status) << 32) | bits);
     } else {
       *value(tile, status) = value_;
@@ -56,12 +63,12 @@ struct TileStatus {
     }
   }
 
-  __device__ __forceinline__ void load(i64 tile, unsigned& status, T& value_) const {
-    if constexpr (MGPU_PACKED_STATUS) {
+  __device__ __forceinline__ void load(i64 tile, unsigned& status, V& value_) const {
+    if constexpr (PACKED) {
       u64 w = load_relaxed_u64(word(tile));
       status = status_of((unsigned)(w >> 32));
       unsigned bits = (unsigned)w;
-      memcpy(&value_, &bits, sizeof(T));
+      memcpy(&value_, &bits, sizeof(V));
     } else {
       status = status_of(load_acquire_u32(tag(tile)));
       if (status != MGPU_STATUS_X) value_ = load_l2(value(tile, status));
@@ -71,9 +78,11 @@ struct TileStatus {
 
 // Run by one whole warp after the tile's aggregate is known. Publishes A (or P for tile 0), walks back
 // over windows of 32 predecessors until one window holds a P, and publishes this tile's P.
-// Returns the tile's exclusive prefix (valid in every lane).
-__device__ __forceinline__ T warp_lookback(const TileStatus& ts, i64 tile, T aggregate, Op op,
-                                           T identity) {
+// Returns the tile's exclusive prefix (valid in every lane). `op` must be associative; operands
+// keep their order.
+template <typename V, typename F>
+__device__ __forceinline__ V warp_lookback(const TileStatusOf<V>& ts, i64 tile, V aggregate, F op,
+                                           V identity) {
   int lane = threadIdx.x & (MGPU_WARP - 1);
   if (tile == 0) {
     if (lane == 0) ts.publish(0, MGPU_STATUS_P, aggregate);
@@ -81,12 +90,12 @@ __device__ __forceinline__ T warp_lookback(const TileStatus& ts, i64 tile, T agg
   }
   if (lane == 0) ts.publish(tile, MGPU_STATUS_A, aggregate);
 
-  T prefix = identity;
+  V prefix = identity;
   bool have = false;
   for (i64 end = tile;; end -= MGPU_WARP) {
     i64 pred = end - MGPU_WARP + lane;  // lane 31 looks at the nearest predecessor
     unsigned status = MGPU_STATUS_P;
-    T value = identity;  // tiles before 0 act as an inclusive prefix of nothing
+    V value = identity;  // tiles before 0 act as an inclusive prefix of nothing
     while (true) {
       if (pred >= 0) ts.load(pred, status, value);
       if (!__any_sync(MGPU_FULL_MASK, status == MGPU_STATUS_X)) break;
@@ -97,7 +106,7 @@ __device__ __forceinline__ T warp_lookback(const TileStatus& ts, i64 tile, T agg
     unsigned p_mask = __ballot_sync(MGPU_FULL_MASK, status == MGPU_STATUS_P);
     // Only the nearest P and the aggregates after it count.
     int first = p_mask ? 31 - __clz(p_mask) : 0;
-    T x = lane >= first ? value : identity;
+    V x = lane >= first ? value : identity;
     x = shfl_idx(warp_reduce(x, op), 0);
     prefix = have ? op(x, prefix) : x;
     have = true;

@@ -1,0 +1,285 @@
+// kernel_compact.cu: single-pass stream compaction (select, partition, unique) and reduce-by-key,
+// fused into the decoupled look-back of lookback.cuh (Merrill & Garland, section 5.2): a tile
+// publishes the number of items it keeps (a (runs, value) pair for reduce-by-key), its look-back
+// finds where its output starts, and it writes its kept items there: about 2n memory traffic.
+//
+// In place: a tile writes only after its look-back has seen every predecessor publish, and a tile
+// publishes only after it has read its inputs; its outputs lie before the end of its own inputs. So
+// no tile overwrites an input that is yet to be read, and the output may be the input. (The one
+// exception is the partition whose rejected items fill the output from the back: those land on
+// later tiles' inputs, so that form is never run in place; compact.rs stages it.)
+//
+// The module's element type `T` is the key: what selection looks at (the items themselves, or
+// flags for select_flagged). Defines from the host (cuda/compact.rs):
+//   MGPU_UNIQUE      0: keep the keys for which Pred holds; 1: keep the first key of each run of
+//                    keys equal under Eq (the first key of the input is always kept)
+//   MGPU_KEYS_OUT    write the kept keys
+//   MGPU_VALUES      a value array (type V) travels with the keys
+//   MGPU_REJECTED    0: dropped; 1: into the output's tail, last rejected first (partition_if);
+//                    2: in input order into their own outputs (partition_copy)
+//   C                the count type: unsigned (4 bytes, packed look-back status) or u64
+
+#if !MGPU_VALUES
+typedef T V;
+#endif
+
+struct CountPlus {
+  __device__ __forceinline__ C operator()(C a, C b) const { return a + b; }
+};
+
+struct CompactStorage {
+  // The keys tile as loaded; once every thread holds its keys, the kept keys in output order.
+  __align__(16) T keys[MGPU_NV];
+#if MGPU_VALUES
+  __align__(16) V values[MGPU_NV];
+#endif
+  CtaScanStorageOf<C> scan;
+  C tile_prefix;
+  i64 tile_id;
+};
+
+// Global -> shared for a plain array of any type: the tile of `n` elements at `src` in strided
+// order (the values of unique_by_key and select_flagged).
+template <typename X>
+__device__ __forceinline__ void load_plain_to_shared(const X* src, int n, X* shared, int tid) {
+  constexpr int VEC = (16 % sizeof(X) == 0) ? 16 / (int)sizeof(X) : 1;
+  if (VEC > 1 && n == MGPU_NV && ((size_t)src & 15) == 0) {
+    constexpr int CHUNKS = MGPU_NV / VEC;
+#pragma unroll
+    for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
+      int c = i * MGPU_NT + tid;
+      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
+        cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
+    }
+    cp_async_wait_all();
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int j = i * MGPU_NT + tid;
+    if (j < n) shared[j] = src[j];
+  }
+}
+
+// Writes the tile's staged items: the first `kept` of `staged` to `out + prefix`, the rest (the
+// rejected, in input order) where MGPU_REJECTED puts them. `rejected_before`: the rejected items of
+// all earlier tiles.
+template <typename X>
+__device__ __forceinline__ void store_staged(const X* staged, int n, int kept, X* out,
+                                             X* rejected_out, u64 prefix, u64 rejected_before,
+                                             u64 count, int tid) {
+  int end = MGPU_REJECTED ? n : kept;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int j = i * MGPU_NT + tid;
+    if (j < end) {
+      X x = staged[j];
+      if (j < kept) {
+        out[prefix + j] = x;
+      } else if (MGPU_REJECTED == 1) {
+        out[count - 1 - (rejected_before + (j - kept))] = x;
+      } else {
+        rejected_out[rejected_before + (j - kept)] = x;
+      }
+    }
+  }
+}
+
+#if !MGPU_REDUCE_BY_KEY
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_compact(Input keys, const V* values, T* keys_out, V* values_out, T* keys_rejected,
+                 V* values_rejected, u64 count, u64* count_out, u64* tickets, u64 first_ticket,
+                 TileStatusOf<C> status) {
+  __shared__ CompactStorage storage;
+  int tid = threadIdx.x;
+  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+  __syncthreads();
+  for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
+    u64 base = (u64)tile * MGPU_NV;
+    int n = (int)min((u64)MGPU_NV, count - base);
+    load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.keys, tid);
+#if MGPU_VALUES
+    load_plain_to_shared(values + base, n, storage.values, tid);
+#endif
+#if MGPU_UNIQUE
+    // The key before the tile decides whether the tile's first key starts a run. In place it may
+    // already be overwritten, but only by itself: output slot base - 1 takes the key at base - 1
+    // exactly when every key before it was kept.
+    T before = tid == 0 && base > 0 ? keys[base - 1] : T();
+#endif
+    __syncthreads();
+
+    // Each thread's VT consecutive keys (VT odd: no bank conflicts) and whether each is kept.
+    T k[MGPU_VT];
+    V v[MGPU_VT];
+    unsigned kept_bits = 0;
+    int first = tid * MGPU_VT;
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      k[i] = storage.keys[first + i];
+#if MGPU_VALUES
+      v[i] = storage.values[first + i];
+#else
+      v[i] = k[i];
+#endif
+#if MGPU_UNIQUE
+      bool keep;
+      if (i > 0) keep = !Eq()(k[i - 1], k[i]);
+      else if (tid > 0) keep = !Eq()(storage.keys[first - 1], k[0]);
+      else keep = base == 0 || !Eq()(before, k[0]);
+#else
+      bool keep = Pred()(k[i]);
+#endif
+      if (keep && first + i < n) kept_bits |= 1u << i;
+    }
+    int thread_kept = __popc(kept_bits);
+    C tile_kept;
+    C thread_prefix = cta_scan_exclusive((C)thread_kept, CountPlus(), (C)0, tile_kept, storage.scan);
+    if (tid < MGPU_WARP) {
+      C prefix = warp_lookback(status, tile, tile_kept, CountPlus(), (C)0);
+      if (tid == 0) {
+        storage.tile_prefix = prefix;
+        if (base + n == count) *count_out = (u64)(prefix + tile_kept);
+      }
+    }
+    // Every thread read its keys before the scan's barrier: the tile can take the staged output,
+    // kept items first, then (when wanted) the rejected ones, each group in input order.
+    int kept_before = (int)thread_prefix;
+    int rejected_before = first - kept_before;
+    int kept = (int)tile_kept;
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      bool keep = (kept_bits >> i) & 1u;
+      int slot = keep ? kept_before++ : kept + rejected_before++;
+      if (keep || (MGPU_REJECTED && first + i < n)) {
+        if (MGPU_KEYS_OUT) storage.keys[slot] = k[i];
+#if MGPU_VALUES
+        storage.values[slot] = v[i];
+#endif
+      }
+    }
+    __syncthreads();
+    u64 prefix = (u64)storage.tile_prefix;
+    u64 rejected_prior = base - prefix;
+    if (MGPU_KEYS_OUT)
+      store_staged(storage.keys, n, kept, keys_out, keys_rejected, prefix, rejected_prior, count,
+                   tid);
+#if MGPU_VALUES
+    store_staged(storage.values, n, kept, values_out, values_rejected, prefix, rejected_prior,
+                 count, tid);
+#endif
+    if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+    __syncthreads();  // the tile's storage is free and the next ticket visible
+  }
+  if (count == 0 && blockIdx.x == 0 && tid == 0) *count_out = 0;
+}
+#endif
+
+#if MGPU_REDUCE_BY_KEY
+// Reduce-by-key: runs of keys equal under Eq, the values of each run reduced by Op in order (the
+// operator need not commute). Tiles publish a (runs, value) pair: the number of runs that start in
+// the tile and the reduction of the values since the last start. Combining pairs is a segmented
+// scan, associative whatever Op is: (a, b) -> (a.runs + b.runs, b.runs ? b.value : a.value op
+// b.value). A run's key is written where it starts; its reduction where the next run starts (or
+// by the tile holding the last item), into the output slot of the run before.
+struct RunPair {
+  C runs;
+  V value;
+};
+
+struct RunPlus {
+  __device__ __forceinline__ RunPair operator()(const RunPair& a, const RunPair& b) const {
+    return RunPair{a.runs + b.runs, b.runs ? b.value : Op()(a.value, b.value)};
+  }
+};
+
+struct RunStorage {
+  // The tile as loaded; then the staged first keys of the runs that start in the tile, and the
+  // reductions of the runs before them.
+  __align__(16) T keys[MGPU_NV];
+  __align__(16) V values[MGPU_NV];
+  CtaScanStorageOf<RunPair> scan;
+  RunPair tile_prefix;
+  i64 tile_id;
+};
+
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_reduce_by_key(Input keys, const V* values, int use_constant, V constant, T* keys_out,
+                       V* values_out, u64 count, u64* count_out, u64* tickets, u64 first_ticket,
+                       TileStatusOf<RunPair> status, V identity) {
+  __shared__ RunStorage storage;
+  int tid = threadIdx.x;
+  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  const RunPair none{0, identity};
+  if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+  __syncthreads();
+  for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
+    u64 base = (u64)tile * MGPU_NV;
+    int n = (int)min((u64)MGPU_NV, count - base);
+    load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.keys, tid);
+    if (!use_constant) load_plain_to_shared(values + base, n, storage.values, tid);
+    // See mgpu_compact: in place, slot base - 1 can only hold the key at base - 1.
+    T before = tid == 0 && base > 0 ? keys[base - 1] : T();
+    __syncthreads();
+
+    T k[MGPU_VT];
+    V v[MGPU_VT];
+    unsigned head_bits = 0;
+    int first = tid * MGPU_VT;
+    RunPair thread_total = none;
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      k[i] = storage.keys[first + i];
+      v[i] = use_constant ? constant : storage.values[first + i];
+      bool head;
+      if (i > 0) head = !Eq()(k[i - 1], k[i]);
+      else if (tid > 0) head = !Eq()(storage.keys[first - 1], k[0]);
+      else head = base == 0 || !Eq()(before, k[0]);
+      if (first + i < n) {
+        if (head) head_bits |= 1u << i;
+        thread_total = RunPlus()(thread_total, RunPair{(C)head, v[i]});
+      }
+    }
+    RunPair tile_total;
+    RunPair thread_prefix = cta_scan_exclusive(thread_total, RunPlus(), none, tile_total,
+                                               storage.scan);
+    if (tid < MGPU_WARP) {
+      RunPair prefix = warp_lookback(status, tile, tile_total, RunPlus(), none);
+      if (tid == 0) storage.tile_prefix = prefix;
+    }
+    __syncthreads();
+    // Stage each run start of the tile: its key, and the reduction of the run before it.
+    RunPair prefix = storage.tile_prefix;
+    RunPair x = RunPlus()(prefix, thread_prefix);
+    int slot = (int)thread_prefix.runs;
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      if ((head_bits >> i) & 1u) {
+        if (MGPU_KEYS_OUT) storage.keys[slot] = k[i];
+        storage.values[slot] = x.value;
+        ++slot;
+      }
+      if (first + i < n) x = RunPlus()(x, RunPair{(C)((head_bits >> i) & 1u), v[i]});
+      if (base + first + i + 1 == count) {
+        // The last item: its run ends here.
+        values_out[x.runs - 1] = x.value;
+        *count_out = (u64)x.runs;
+      }
+    }
+    __syncthreads();
+    int starts = (int)tile_total.runs;
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      int j = i * MGPU_NT + tid;
+      if (j < starts) {
+        u64 run = (u64)prefix.runs + j;
+        if (MGPU_KEYS_OUT) keys_out[run] = storage.keys[j];
+        if (run > 0) values_out[run - 1] = storage.values[j];
+      }
+    }
+    if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+    __syncthreads();
+  }
+}
+#endif
