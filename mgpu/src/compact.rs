@@ -240,6 +240,7 @@ impl Context {
                     values: job.values.is_some(),
                     rejected: job.rejected,
                     wide_count: false,
+                    non_trivial_runs: false,
                 };
                 let homes: Vec<_> = places
                     .iter()
@@ -929,6 +930,92 @@ impl Context {
             op,
             count,
         )
+    }
+}
+
+impl Context {
+    /// The runs of `input` longer than one item (CUB's `DeviceRunLengthEncode::NonTrivialRuns`):
+    /// for each run of consecutive items equal under `equal` with at least two items, its
+    /// offset in `input` to `offsets` and its length to `lengths`, in order; returns their
+    /// number. `L` must hold the input's length.
+    ///
+    /// ```
+    /// use mgpu::{Context, Count, Equality};
+    /// let ctx = Context::cpu();
+    /// let input = ctx.upload(&[4, 4, 1, 7, 7, 7, 2])?;
+    /// let (mut offsets, mut lengths) = (ctx.zeros::<u32>(7)?, ctx.zeros::<u32>(7)?);
+    /// let n = ctx.non_trivial_runs(&input, &mut offsets, &mut lengths, &Equality::equal_to(), Count::Host)?;
+    /// assert_eq!(n, Some(2));
+    /// assert_eq!((offsets.slice(..2).to_vec()?, lengths.slice(..2).to_vec()?), (vec![0, 3], vec![2, 3]));
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn non_trivial_runs<T: Element, L: Arithmetic>(
+        &self,
+        input: &impl Slice<T>,
+        offsets: &mut impl SliceMut<L>,
+        lengths: &mut impl SliceMut<L>,
+        equal: &Equality<T>,
+        count: Count<'_>,
+    ) -> Result<Option<u64>> {
+        let name = "non_trivial_runs";
+        let input = crate::buffer::input(self, input, "the input")?;
+        let mut offsets = output_of(self, offsets, "the offsets' output")?;
+        let mut lengths = output_of(self, lengths, "the lengths' output")?;
+        let n = input.len();
+        // A run of two or more items per two items, at most.
+        let room = n / 2;
+        for (what, len) in [
+            ("the offsets' output", offsets.len()),
+            ("the lengths' output", lengths.len()),
+        ] {
+            if len < room {
+                return invalid(format!(
+                    "{name}: {what} holds {len} elements but {n} items can have {room} runs \
+                     longer than one; it needs room for them"
+                ));
+            }
+        }
+        let count = count.validate(self)?;
+        let size = std::mem::size_of::<T>();
+        let mut tuning = tuning::resolve(Family::Compact, self.arch(), size, None)?;
+        tuning.vt = tuning.vt.min(31);
+        match &self.backend {
+            Backend::Cpu => {
+                let keys = input.at.host().expect("checked to be on the CPU");
+                let (offsets, lengths) = (
+                    offsets.host_mut().expect("on the CPU"),
+                    lengths.host_mut().expect("on the CPU"),
+                );
+                let mut runs = 0;
+                let mut start = 0;
+                for i in 0..n {
+                    let last = i + 1 == n || !equal.equal(&keys[i], &keys[i + 1]);
+                    if last {
+                        if i > start {
+                            offsets[runs] = L::count_from(L::ZERO, start as u64);
+                            lengths[runs] = L::count_from(L::ZERO, (i + 1 - start) as u64);
+                            runs += 1;
+                        }
+                        start = i + 1;
+                    }
+                }
+                count.deliver_host(runs as u64)
+            }
+            Backend::Cuda(gpu) => {
+                let (ih, ip) = input.at.device().expect("on the GPU");
+                let (oh, op) = offsets.at.device().expect("on the GPU");
+                let (lh, lp) = lengths.at.device().expect("on the GPU");
+                let homes: Vec<_> = [ih, oh, lh].into_iter().chain(count.home()).collect();
+                let slot = gpu.ordered(&homes, || {
+                    let slot = count_slot(&count, gpu)?;
+                    crate::cuda::compact::non_trivial_runs::<T, L>(
+                        gpu, equal, ip, op, lp, slot.0, n as u64, &tuning,
+                    )?;
+                    Ok(slot)
+                })?;
+                count.finish_device(&slot)
+            }
+        }
     }
 }
 

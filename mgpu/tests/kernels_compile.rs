@@ -314,6 +314,11 @@ fn check_compact<K: Element + mgpu::Arithmetic, V: Element>(op: &Op<V>) -> Vec<S
             values,
             rejected,
             wide_count,
+            non_trivial_runs: false,
+        };
+        let non_trivial = CompactSpec {
+            non_trivial_runs: true,
+            ..spec(true, false, true, Rejected::Dropped)
         };
         let mut jobs: Vec<(CompactSpec, KeyTest<'_, K>, bool)> = vec![
             (
@@ -332,6 +337,10 @@ fn check_compact<K: Element + mgpu::Arithmetic, V: Element>(op: &Op<V>) -> Vec<S
                 true,
             ),
         ];
+        // Offsets and lengths are numbers.
+        if V::CUDA_DECLARATION.is_empty() {
+            jobs.push((non_trivial, KeyTest::Runs(&eq), false));
+        }
         if same {
             jobs.extend([
                 (
@@ -367,11 +376,7 @@ fn check_compact<K: Element + mgpu::Arithmetic, V: Element>(op: &Op<V>) -> Vec<S
             tuning.vt = tuning.vt.min(31);
             let op = by_key.then_some(op);
             let src = jit::compact_source::<K, V>(spec, test, op, &tuning);
-            let module = if *by_key {
-                Module::ReduceByKey
-            } else {
-                Module::Compact
-            };
+            let module = spec.module(*by_key);
             let what = format!("{spec:?}");
             let c = jit::compile_uncached(module.name(), &src, ARCH)
                 .unwrap_or_else(|e| panic!("{} {} {what}: {e}", K::CUDA_TYPE, V::CUDA_TYPE));
@@ -402,5 +407,12 @@ fn compaction_kernels_compile_without_spills() {
     }
     let mut lines = Vec::new();
     lines.extend(check_compact::<i32, i32>(&Op::plus()));
+    lines.extend(check_compact::<i64, i64>(&Op::plus()));
+    lines.extend(check_compact::<u8, u8>(&Op::plus()));
+    lines.extend(check_compact::<f32, f32>(&Op::maximum()));
+    lines.extend(check_compact::<f64, f64>(&Op::plus()));
+    lines.extend(check_compact::<u32, u64>(&Op::plus()));
+    lines.extend(check_compact::<i32, Affine>(&affine_op()));
+    lines.extend(check_compact::<u16, Tagged>(&tagged_op()));
     eprintln!("{}", lines.join("\n"));
 }

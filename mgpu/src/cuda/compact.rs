@@ -105,6 +105,7 @@ pub(crate) fn reduce_by_key<K: Element, V: Element>(
         values: true,
         rejected: super::jit::Rejected::Dropped,
         wide_count: wide(count),
+        non_trivial_runs: false,
     };
     let module = gpu.compact_module::<K, V>(&spec, &KeyTest::Runs(equal), Some(op), tuning)?;
     let (f, resident) = module.function(Module::ReduceByKey.kernels()[0]);
@@ -143,6 +144,61 @@ pub(crate) fn reduce_by_key<K: Element, V: Element>(
                     &first_ticket,
                     &status,
                     &identity,
+                ],
+            )
+        },
+    )
+}
+
+/// The non-trivial runs of `count` keys: offsets and lengths (of type `L`) of the runs longer
+/// than one, and their number to `count_out`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn non_trivial_runs<K: Element, L: Element>(
+    gpu: &Arc<Gpu>,
+    equal: &crate::Equality<K>,
+    keys: CUdeviceptr,
+    offsets: CUdeviceptr,
+    lengths: CUdeviceptr,
+    count_out: CUdeviceptr,
+    count: u64,
+    tuning: &Tuning,
+) -> Result<()> {
+    if count == 0 {
+        return gpu.memset_zero(count_out, 8);
+    }
+    let spec = CompactSpec {
+        unique: true,
+        keys_out: false,
+        values: true,
+        rejected: super::jit::Rejected::Dropped,
+        wide_count: wide(count),
+        non_trivial_runs: true,
+    };
+    let module = gpu.compact_module::<K, L>(&spec, &KeyTest::Runs(equal), None, tuning)?;
+    let (f, resident) = module.function(Module::NonTrivialRuns.kernels()[0]);
+    let num_tiles = count.div_ceil(tuning.nv() as u64);
+    let grid = num_tiles.min((gpu.sm_count * resident) as u64);
+    let count_size = if spec.wide_count { 8 } else { 4 };
+    with_lookback(
+        gpu,
+        num_tiles,
+        grid,
+        value_record(pair_size(count_size, 8, 8)),
+        |tickets, first_ticket, status| {
+            launch(
+                gpu,
+                f,
+                grid as u32,
+                tuning.nt,
+                &[
+                    &keys,
+                    &offsets,
+                    &lengths,
+                    &count,
+                    &count_out,
+                    &tickets,
+                    &first_ticket,
+                    &status,
                 ],
             )
         },

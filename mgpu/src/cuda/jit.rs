@@ -39,6 +39,8 @@ pub enum Module {
     Compact,
     /// `mgpu_reduce_by_key` (also run-length encoding).
     ReduceByKey,
+    /// `mgpu_non_trivial_runs`.
+    NonTrivialRuns,
 }
 
 impl Module {
@@ -55,7 +57,7 @@ impl Module {
             ],
             Module::Merge => &[INTRINSICS, CTA_MERGE, KERNEL_MERGESORT],
             Module::Transform => &[INTRINSICS, LOADSTORE, KERNEL_TRANSFORM],
-            Module::Compact | Module::ReduceByKey => &[
+            Module::Compact | Module::ReduceByKey | Module::NonTrivialRuns => &[
                 INTRINSICS,
                 LOADSTORE,
                 CTA_REDUCE,
@@ -81,6 +83,7 @@ impl Module {
             Module::Transform => &["mgpu_transform"],
             Module::Compact => &["mgpu_compact"],
             Module::ReduceByKey => &["mgpu_reduce_by_key"],
+            Module::NonTrivialRuns => &["mgpu_non_trivial_runs"],
         }
     }
     /// The module's name in reports.
@@ -92,6 +95,7 @@ impl Module {
             Module::Transform => "transform",
             Module::Compact => "compact",
             Module::ReduceByKey => "reduce_by_key",
+            Module::NonTrivialRuns => "non_trivial_runs",
         }
     }
 }
@@ -319,6 +323,19 @@ pub struct CompactSpec {
     /// Counts of 64 bits (inputs of 2^32 items or more); else 32 bits, which the look-back
     /// publishes packed with its status.
     pub wide_count: bool,
+    /// The non-trivial runs kernel (values: the offsets' and lengths' type).
+    pub non_trivial_runs: bool,
+}
+
+impl CompactSpec {
+    /// The module that runs it (reduce-by-key when there is an operator).
+    pub fn module(&self, reduce: bool) -> Module {
+        match (reduce, self.non_trivial_runs) {
+            (true, _) => Module::ReduceByKey,
+            (false, true) => Module::NonTrivialRuns,
+            (false, false) => Module::Compact,
+        }
+    }
 }
 
 /// How a compaction tells kept keys from the rest.
@@ -347,14 +364,12 @@ pub fn compact_source<K: Element, V: Element>(
     op: Option<&Op<V>>,
     tuning: &Tuning,
 ) -> String {
-    let module = if op.is_some() {
-        Module::ReduceByKey
-    } else {
-        Module::Compact
-    };
+    let module = spec.module(op.is_some());
     let count_size = if spec.wide_count { 8 } else { 4 };
-    // What a tile publishes: its count, or for reduce-by-key a (count, value) pair.
+    // What a tile publishes: its count, or a (count, value) pair (reduce-by-key) or a (count,
+    // position) pair (non-trivial runs).
     let published = match op {
+        None if spec.non_trivial_runs => crate::cuda::compact::pair_size(count_size, 8, 8),
         None => count_size,
         Some(_) => crate::cuda::compact::pair_size(
             count_size,
@@ -367,7 +382,7 @@ pub fn compact_source<K: Element, V: Element>(
     s.push_str(&format!(
         "#define MGPU_STATUS_SLOT {}\n#define MGPU_VALUE_RECORD {}\n#define MGPU_UNIQUE {}\n\
          #define MGPU_KEYS_OUT {}\n#define MGPU_VALUES {}\n#define MGPU_REJECTED {}\n\
-         #define MGPU_REDUCE_BY_KEY {}\n",
+         #define MGPU_REDUCE_BY_KEY {}\n#define MGPU_NON_TRIVIAL_RUNS {}\n",
         crate::cuda::scan::STATUS_SLOT,
         crate::cuda::scan::value_record(published),
         spec.unique as u32,
@@ -375,6 +390,7 @@ pub fn compact_source<K: Element, V: Element>(
         spec.values as u32,
         spec.rejected as u32,
         op.is_some() as u32,
+        spec.non_trivial_runs as u32,
     ));
     s.push_str(K::CUDA_DECLARATION);
     s.push('\n');

@@ -266,11 +266,7 @@ impl Gpu {
             op.map(|o| (o.cuda_expression(), o.cuda_helpers())),
             tuning
         );
-        let module = if op.is_some() {
-            jit::Module::ReduceByKey
-        } else {
-            jit::Module::Compact
-        };
+        let module = spec.module(op.is_some());
         self.load(key, module, tuning, || {
             jit::compact_source::<K, V>(spec, test, op, tuning)
         })

@@ -17,6 +17,8 @@
 //   MGPU_VALUES      a value array (type V) travels with the keys
 //   MGPU_REJECTED    0: dropped; 1: into the output's tail, last rejected first (partition_if);
 //                    2: in input order into their own outputs (partition_copy)
+//   MGPU_REDUCE_BY_KEY, MGPU_NON_TRIVIAL_RUNS: the module is mgpu_reduce_by_key or
+//                    mgpu_non_trivial_runs instead of mgpu_compact
 //   C                the count type: unsigned (4 bytes, packed look-back status) or u64
 
 #if !MGPU_VALUES
@@ -85,7 +87,7 @@ __device__ __forceinline__ void store_staged(const X* staged, int n, int kept, X
   }
 }
 
-#if !MGPU_REDUCE_BY_KEY
+#if !MGPU_REDUCE_BY_KEY && !MGPU_NON_TRIVIAL_RUNS
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_compact(Input keys, const V* values, T* keys_out, V* values_out, T* keys_rejected,
                  V* values_rejected, u64 count, u64* count_out, u64* tickets, u64 first_ticket,
@@ -176,7 +178,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 }
 #endif
 
-#if MGPU_REDUCE_BY_KEY
+#if MGPU_REDUCE_BY_KEY && !MGPU_NON_TRIVIAL_RUNS
 // Reduce-by-key: runs of keys equal under Eq, the values of each run reduced by Op in order (the
 // operator need not commute). Tiles publish a (runs, value) pair: the number of runs that start in
 // the tile and the reduction of the values since the last start. Combining pairs is a segmented
@@ -277,6 +279,96 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
         if (MGPU_KEYS_OUT) keys_out[run] = storage.keys[j];
         if (run > 0) values_out[run - 1] = storage.values[j];
       }
+    }
+    if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+    __syncthreads();
+  }
+}
+#endif
+
+#if MGPU_NON_TRIVIAL_RUNS
+// Non-trivial runs (CUB's NonTrivialRuns): the offset and length of every run of keys equal under
+// Eq that is longer than one. A run is non-trivial when its start is followed by an equal key, so
+// whether a start counts is known there, and its output slot k is the number of such starts
+// before it. Offsets and lengths are of type V. Tiles publish (such starts, position of the last start of any run); positions grow,
+// so the second part combines by max. The offset is written at the start; the length where the
+// run ends (the next key starts a run, or the input ends), from the last start's position.
+struct StartPair {
+  C runs;
+  u64 start;
+};
+
+struct StartPlus {
+  __device__ __forceinline__ StartPair operator()(const StartPair& a, const StartPair& b) const {
+    return StartPair{a.runs + b.runs, max(a.start, b.start)};
+  }
+};
+
+struct NonTrivialStorage {
+  __align__(16) T keys[MGPU_NV];
+  CtaScanStorageOf<StartPair> scan;
+  StartPair tile_prefix;
+  i64 tile_id;
+};
+
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_non_trivial_runs(Input keys, V* offsets_out, V* lengths_out, u64 count,
+                          u64* count_out, u64* tickets, u64 first_ticket,
+                          TileStatusOf<StartPair> status) {
+  __shared__ NonTrivialStorage storage;
+  int tid = threadIdx.x;
+  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  const StartPair none{0, 0};
+  if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+  __syncthreads();
+  for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
+    u64 base = (u64)tile * MGPU_NV;
+    int n = (int)min((u64)MGPU_NV, count - base);
+    load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.keys, tid);
+    // The keys on both sides of the tile decide whether its first key starts a run and whether
+    // its last key ends one.
+    T before = tid == 0 && base > 0 ? keys[base - 1] : T();
+    int first = tid * MGPU_VT;
+    bool owns_last = first < n && n <= first + MGPU_VT;
+    T after = owns_last && base + n < count ? keys[base + n] : T();
+    __syncthreads();
+
+    // starts: bit i when item i starts a run; ends: when it is a run's last item.
+    unsigned starts = 0, ends = 0, counted = 0;
+    StartPair thread_total = none;
+    T prev = tid > 0 ? storage.keys[first - 1] : before;
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      if (first + i < n) {
+        T k = storage.keys[first + i];
+        T next = first + i + 1 < n ? storage.keys[first + i + 1] : after;
+        bool start = (base + first + i == 0) || !Eq()(prev, k);
+        bool last = base + first + i + 1 == count || !Eq()(k, next);
+        if (start) starts |= 1u << i;
+        if (last) ends |= 1u << i;
+        if (start && !last) counted |= 1u << i;
+        thread_total = StartPlus()(
+            thread_total, StartPair{(C)(start && !last), start ? base + first + i : 0});
+        prev = k;
+      }
+    }
+    StartPair tile_total;
+    StartPair thread_prefix = cta_scan_exclusive(thread_total, StartPlus(), none, tile_total,
+                                                 storage.scan);
+    if (tid < MGPU_WARP) {
+      StartPair prefix = warp_lookback(status, tile, tile_total, StartPlus(), none);
+      if (tid == 0) storage.tile_prefix = prefix;
+    }
+    __syncthreads();
+    StartPair x = StartPlus()(storage.tile_prefix, thread_prefix);
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) {
+      u64 at = base + first + i;
+      bool start = (starts >> i) & 1u, last = (ends >> i) & 1u;
+      if (start) x.start = at;
+      if ((counted >> i) & 1u) offsets_out[x.runs++] = (V)at;
+      if (last && !start && first + i < n) lengths_out[x.runs - 1] = (V)(at + 1 - x.start);
+      if (at + 1 == count) *count_out = (u64)x.runs;
     }
     if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
     __syncthreads();
