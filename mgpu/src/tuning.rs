@@ -287,6 +287,18 @@ const TABLE: &[Entry] = &[
     e(Family::SortKeys, 90, 8, 256, 17, 3),
     e(Family::SortPairs, 90, 8, 256, 17, 2),
     e(Family::SortPairs, 90, 16, 256, 9, 3),
+    // Compaction, sm_90, H100 SXM, 2026-11-23: `mgpu bench <select|unique|rle|reduce-by-key>
+    // --sizes 27 --types i32 --no-peer` with MGPU_TUNING, ms at 2^27 (memcpy 0.365):
+    //   select-if 50% | unique run 500 | rle run 500 | reduce-by-key run 500
+    //   128x15x4 0.440 | 0.345 | 0.662 | 0.736;  128x15x8 0.393 | 0.317 | 0.623 | 0.691
+    //   128x23x6 0.380 | 0.279 | 0.533 | 0.598;  128x31x4 0.394 | 0.301 | 0.454 | 0.520
+    //   256x11x6 0.410 | 0.313 | 0.577 | 0.640;  256x15x4 0.394 | 0.304 | 0.517 | 0.590
+    // Keys alone (4 bytes): 128x23x6. Keys with values or lengths (8 bytes): 128x31x4, the
+    // largest tile a 32-bit mask of kept items allows. Sub-word keys go through registers and
+    // spill at 128x23x6: they keep 128x15x4.
+    e(Family::Compact, 90, 2, 128, 15, 4),
+    e(Family::Compact, 90, 4, 128, 23, 6),
+    e(Family::Compact, 90, 8, 128, 31, 4),
 ];
 
 /// The tuning for a family on an architecture (`major * 10 + minor`, e.g. 90) and element size:
