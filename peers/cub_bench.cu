@@ -1,11 +1,12 @@
 // cub_bench: the NVIDIA CUB peer harness for `mgpu bench`.
 //
 // Build:  nvcc -O3 -std=c++17 -arch=sm_90 -o cub_bench cub_bench.cu
-// Usage:  cub_bench <algo> <type> <n> [reps]
+// Usage:  cub_bench <algo> <type> <n> [reps] [param]
 //
 // Prints exactly one line on stdout:
-//   peer=cub algo=<algo> type=<type> n=<n> median_ms=<float> min_ms=<float> check=<ok|FAIL|skip>
-// Diagnostics go to stderr.
+//   peer=cub algo=<algo> type=<type> n=<n> [param=<p>] median_ms=<float> min_ms=<float>
+//   check=<ok|FAIL|skip>
+// (param= only for the algorithms that take one). Diagnostics go to stderr.
 //
 // Exit status: 0 measured (check may still say FAIL), 1 bad command line,
 // 2 CUDA error, 3 algorithm not available in this CUB.
@@ -13,16 +14,37 @@
 // Input data are generated on the device from a counter-based hash
 // (splitmix64 of the index, fixed seed), so the host can regenerate any
 // element to verify results without copying the input back.
+//
+// param, for the stream-compaction algorithms (ignored by the others):
+//   select-if select-flagged partition-if select-if-inplace: pct, the percentage
+//     of items selected (0..100, default 50). x is selected iff
+//     bits(x) % 100 < pct, bits(x) being the integer's value as its unsigned
+//     type or a float's raw bits.
+//   unique rle nontrivial-runs reduce-by-key: L, the mean run length (>= 1,
+//     default 500). A run starts at i > 0 iff rand_bits(3, i) % L == 0; the key
+//     at i is the number of run starts in 1..=i, converted to the key type.
+//     reduce-by-key sums the values v_i = rand_bits(2, i) & 0xff.
 
 #include <cub/device/device_merge_sort.cuh>
+#include <cub/device/device_partition.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+#include <cub/version.cuh>
 #if __has_include(<cub/device/device_merge.cuh>)
 #  include <cub/device/device_merge.cuh>
 #  define CUB_BENCH_HAVE_MERGE 1
 #else
 #  define CUB_BENCH_HAVE_MERGE 0
+#endif
+// The in-place overload DeviceSelect::If(temp, bytes, d_data, d_num_selected,
+// num_items, op) first appears in CUB 2.2 (CUDA 12.3); no header marks it.
+#if CUB_VERSION >= 200200
+#  define CUB_BENCH_HAVE_SELECT_INPLACE 1
+#else
+#  define CUB_BENCH_HAVE_SELECT_INPLACE 0
 #endif
 
 #include <cuda/functional>
@@ -57,12 +79,18 @@
 
 static void usage_and_exit() {
   std::fprintf(stderr,
-               "usage: cub_bench <algo> <type> <n> [reps]\n"
-               "  algo: reduce transform-reduce scan scan-inclusive memcpy sort-keys sort-pairs "
+               "usage: cub_bench <algo> <type> <n> [reps] [param]\n"
+               "  algo:  reduce transform-reduce scan scan-inclusive memcpy sort-keys sort-pairs "
                "radix-keys radix-pairs merge\n"
-               "  type: i32 i64 u32 u64 f32 f64\n"
-               "  n:    element count (>= 1; >= 2 for merge)\n"
-               "  reps: timed repetitions (default 20)\n");
+               "         select-if select-flagged partition-if select-if-inplace\n"
+               "         unique rle nontrivial-runs reduce-by-key\n"
+               "  type:  i32 i64 u32 u64 f32 f64\n"
+               "  n:     element count (>= 1; >= 2 for merge)\n"
+               "  reps:  timed repetitions (default 20)\n"
+               "  param: select-*, partition-if: percent selected, 0..100 (default 50);\n"
+               "         unique, rle, nontrivial-runs, reduce-by-key: mean run length, >= 1 "
+               "(default 500);\n"
+               "         ignored by the others\n");
   std::exit(1);
 }
 
@@ -72,7 +100,7 @@ static void usage_and_exit() {
 static constexpr uint64_t kSeed = 0x6D677075u;  // fixed seed
 static constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
 
-enum : uint64_t { kStreamInput = 1, kStreamSecond = 2 };
+enum : uint64_t { kStreamInput = 1, kStreamSecond = 2, kStreamRuns = 3 };
 
 __host__ __device__ inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -135,6 +163,49 @@ struct Square {
   }
 };
 
+// The bits the selection predicate looks at: an integer's value as its
+// unsigned type (so negative values do not sign-extend), a float's raw bits.
+template <class T>
+__host__ __device__ inline uint64_t select_bits(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+#ifdef __CUDA_ARCH__
+    return static_cast<uint64_t>(__float_as_uint(x));
+#else
+    uint32_t u = 0;
+    std::memcpy(&u, &x, sizeof u);
+    return u;
+#endif
+  } else if constexpr (std::is_same_v<T, double>) {
+#ifdef __CUDA_ARCH__
+    return static_cast<uint64_t>(__double_as_longlong(x));
+#else
+    uint64_t u = 0;
+    std::memcpy(&u, &x, sizeof u);
+    return u;
+#endif
+  } else {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<uint64_t>(static_cast<U>(x));
+  }
+}
+
+// The predicate of the selection benchmarks: keeps about pct percent of the
+// input, whose bits are close enough to uniform that their remainder mod 100
+// is too.
+template <class T>
+struct SelectPct {
+  uint64_t pct;
+  __host__ __device__ bool operator()(const T& x) const { return select_bits(x) % 100 < pct; }
+};
+
+// The value reduced per run in reduce-by-key: 8 random bits, so a run's sum
+// neither overflows a 32-bit integer nor loses precision in f32 unless the
+// run is tens of thousands of items long.
+template <class T>
+__host__ __device__ inline T rbk_value(uint64_t i) {
+  return static_cast<T>(rand_bits(kStreamSecond, i) & 0xff);
+}
+
 template <class T>
 inline uint64_t bits_of(T v) {
   uint64_t b = 0;
@@ -155,6 +226,38 @@ __global__ void tag_kernel(const T* keys, T* vals, int64_t n) {
   int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     vals[i] = pair_tag(keys[i]);
+  }
+}
+
+template <class T>
+__global__ void select_flags_kernel(const T* in, char* flags, int64_t n, SelectPct<T> pred) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    flags[i] = pred(in[i]) ? 1 : 0;
+  }
+}
+
+// 1 where a run starts (index 0 excluded): the summands of the key scan.
+__global__ void run_start_kernel(int64_t* out, int64_t n, uint64_t mean_len) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    out[i] = (i > 0 && rand_bits(kStreamRuns, static_cast<uint64_t>(i)) % mean_len == 0) ? 1 : 0;
+  }
+}
+
+template <class T>
+__global__ void convert_kernel(const int64_t* in, T* out, int64_t n) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    out[i] = static_cast<T>(in[i]);
+  }
+}
+
+template <class T>
+__global__ void rbk_values_kernel(T* out, int64_t n) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    out[i] = rbk_value<T>(static_cast<uint64_t>(i));
   }
 }
 
@@ -616,6 +719,396 @@ static Outcome bench_merge(int64_t n, int reps, cudaStream_t s) {
 #endif
 
 // ---------------------------------------------------------------------------
+// Stream compaction: selection, partition and runs. The number of items
+// selected (or of runs) is an output on the device; it is read back only for
+// the check, after timing.
+
+// Host reference of the selection benchmarks: the items the predicate keeps,
+// in input order, and (when asked) the items it rejects, in input order.
+template <class T>
+static std::vector<T> host_selected(int64_t n, uint64_t pct, std::vector<T>* rejected = nullptr) {
+  const SelectPct<T> pred{pct};
+  const size_t expect = static_cast<size_t>(static_cast<double>(n) * static_cast<double>(pct) / 100.0);
+  std::vector<T> kept;
+  kept.reserve(expect + 16);
+  if (rejected) rejected->reserve(static_cast<size_t>(n) - std::min<size_t>(expect, n) + 16);
+  for (int64_t i = 0; i < n; ++i) {
+    T x = gen<T>(kStreamInput, static_cast<uint64_t>(i));
+    if (pred(x)) kept.push_back(x);
+    else if (rejected) rejected->push_back(x);
+  }
+  return kept;
+}
+
+// Index of the first element where got and want differ bitwise, or -1.
+template <class T>
+static int64_t first_mismatch(const T* got, const T* want, size_t count) {
+  for (size_t i = 0; i < count; ++i)
+    if (bits_of(got[i]) != bits_of(want[i])) return static_cast<int64_t>(i);
+  return -1;
+}
+
+// The device counter (items selected, runs found) against the reference.
+template <class NumT>
+static bool check_count(const NumT* d_num, size_t want, const char* what) {
+  const NumT got = to_host(d_num, 1)[0];
+  if (got < 0 || static_cast<uint64_t>(got) != static_cast<uint64_t>(want)) {
+    std::fprintf(stderr, "cub_bench: %s: got %lld want %llu\n", what, static_cast<long long>(got),
+                 static_cast<unsigned long long>(want));
+    return false;
+  }
+  return true;
+}
+
+// Full check of a selection: the count, then every selected item in order.
+template <class T, class NumT>
+static bool check_selected(const T* d_out, const NumT* d_num, int64_t n, uint64_t pct) {
+  const std::vector<T> want = host_selected<T>(n, pct);
+  if (!check_count(d_num, want.size(), "number selected")) return false;
+  const std::vector<T> got = to_host(d_out, want.size());
+  const int64_t bad = first_mismatch(got.data(), want.data(), want.size());
+  if (bad >= 0) {
+    std::fprintf(stderr, "cub_bench: selected item %lld differs from the reference\n",
+                 static_cast<long long>(bad));
+    return false;
+  }
+  return true;
+}
+
+template <class T, class NumT>
+static Outcome bench_select_if(int64_t n, int reps, uint64_t pct, cudaStream_t s) {
+  DevBuf<T> in(n), out(n);
+  DevBuf<NumT> num(1);
+  fill(in.p, n, kStreamInput, s);
+  const SelectPct<T> pred{pct};
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceSelect::If(nullptr, bytes, in.p, out.p, num.p, static_cast<NumT>(n), pred, s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceSelect::If(tmp.p, tmp.bytes, in.p, out.p, num.p, static_cast<NumT>(n), pred, s);
+  });
+  CK(cudaStreamSynchronize(s));
+  o.check = check_selected(out.p, num.p, n, pct) ? "ok" : "FAIL";
+  return o;
+}
+
+// The flags are the same predicate evaluated once before timing, so this
+// differs from select-if by reading a byte per item instead of evaluating.
+template <class T, class NumT>
+static Outcome bench_select_flagged(int64_t n, int reps, uint64_t pct, cudaStream_t s) {
+  DevBuf<T> in(n), out(n);
+  DevBuf<char> flags(n);
+  DevBuf<NumT> num(1);
+  fill(in.p, n, kStreamInput, s);
+  select_flags_kernel<T><<<grid_for(n), 256, 0, s>>>(in.p, flags.p, n, SelectPct<T>{pct});
+  CK(cudaGetLastError());
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceSelect::Flagged(nullptr, bytes, in.p, flags.p, out.p, num.p, static_cast<NumT>(n), s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceSelect::Flagged(tmp.p, tmp.bytes, in.p, flags.p, out.p, num.p,
+                                      static_cast<NumT>(n), s);
+  });
+  CK(cudaStreamSynchronize(s));
+  o.check = check_selected(out.p, num.p, n, pct) ? "ok" : "FAIL";
+  return o;
+}
+
+// DevicePartition::If writes all n items to one output: the selected ones
+// first in input order, then the rejected ones in reverse input order.
+template <class T, class NumT>
+static Outcome bench_partition_if(int64_t n, int reps, uint64_t pct, cudaStream_t s) {
+  DevBuf<T> in(n), out(n);
+  DevBuf<NumT> num(1);
+  fill(in.p, n, kStreamInput, s);
+  const SelectPct<T> pred{pct};
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DevicePartition::If(nullptr, bytes, in.p, out.p, num.p, static_cast<NumT>(n), pred, s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DevicePartition::If(tmp.p, tmp.bytes, in.p, out.p, num.p, static_cast<NumT>(n), pred, s);
+  });
+  CK(cudaStreamSynchronize(s));
+
+  std::vector<T> rejected;
+  const std::vector<T> kept = host_selected<T>(n, pct, &rejected);
+  bool ok = check_count(num.p, kept.size(), "number selected");
+  if (ok) {
+    const std::vector<T> got = to_host(out.p, static_cast<size_t>(n));
+    int64_t bad = first_mismatch(got.data(), kept.data(), kept.size());
+    if (bad >= 0) {
+      std::fprintf(stderr, "cub_bench: selected item %lld differs from the reference\n",
+                   static_cast<long long>(bad));
+      ok = false;
+    }
+    std::reverse(rejected.begin(), rejected.end());
+    bad = first_mismatch(got.data() + kept.size(), rejected.data(), rejected.size());
+    if (ok && bad >= 0) {
+      std::fprintf(stderr, "cub_bench: rejected item at %lld differs from the reference\n",
+                   static_cast<long long>(static_cast<int64_t>(kept.size()) + bad));
+      ok = false;
+    }
+  }
+  o.check = ok ? "ok" : "FAIL";
+  return o;
+}
+
+#if CUB_BENCH_HAVE_SELECT_INPLACE
+// In-place selection compacts its input: the input is restored from a
+// pristine copy before every run, outside the timed region.
+template <class T, class NumT>
+static Outcome bench_select_if_inplace(int64_t n, int reps, uint64_t pct, cudaStream_t s) {
+  const size_t bytes_n = static_cast<size_t>(n) * sizeof(T);
+  DevBuf<T> pristine(n), data(n);
+  DevBuf<NumT> num(1);
+  fill(pristine.p, n, kStreamInput, s);
+  const SelectPct<T> pred{pct};
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceSelect::If(nullptr, bytes, data.p, num.p, static_cast<NumT>(n), pred, s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(
+    s, reps, [&] { CK(cudaMemcpyAsync(data.p, pristine.p, bytes_n, cudaMemcpyDeviceToDevice, s)); },
+    [&] {
+      return cub::DeviceSelect::If(tmp.p, tmp.bytes, data.p, num.p, static_cast<NumT>(n), pred, s);
+    });
+  CK(cudaStreamSynchronize(s));
+  o.check = check_selected(data.p, num.p, n, pct) ? "ok" : "FAIL";
+  return o;
+}
+#endif
+
+// Keys of the run benchmarks, generated on the device before timing: run
+// starts by hash, numbered by an inclusive scan. The scan counts in int64_t
+// so that a float key type only rounds the final number; past 2^24 runs
+// adjacent f32 keys can round to the same value and merge, which is why the
+// checks work from the keys actually generated, read back from the device.
+template <class T, class NumT>
+static void make_run_keys(T* keys, int64_t n, uint64_t mean_len, cudaStream_t s) {
+  DevBuf<int64_t> count(n);
+  run_start_kernel<<<grid_for(n), 256, 0, s>>>(count.p, n, mean_len);
+  CK(cudaGetLastError());
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceScan::InclusiveSum(nullptr, bytes, count.p, count.p, static_cast<NumT>(n), s));
+  tmp.allocate(bytes);
+  CK(cub::DeviceScan::InclusiveSum(tmp.p, tmp.bytes, count.p, count.p, static_cast<NumT>(n), s));
+  convert_kernel<T><<<grid_for(n), 256, 0, s>>>(count.p, keys, n);
+  CK(cudaGetLastError());
+  CK(cudaStreamSynchronize(s));  // before `count` and `tmp` are freed
+}
+
+// DeviceRunLengthEncode took `int num_items` until CUB 3.x (3.0 still does),
+// so it would silently truncate a larger count. Whether this CUB's Encode and
+// NonTrivialRuns take a NumT count is read off their signatures: a function
+// pointer with a NumT count binds only where the count is a template
+// parameter or NumT itself. Only a signature that binds with int and not with
+// NumT counts as int-only, so a signature this probe cannot read (a future
+// CUB) is trusted rather than refused.
+template <class T, class NumT>
+using EncodeFn = cudaError_t (*)(void*, size_t&, T*, T*, NumT*, NumT*, NumT, cudaStream_t);
+template <class T, class NumT>
+using NonTrivialRunsFn = cudaError_t (*)(void*, size_t&, T*, NumT*, NumT*, NumT*, NumT, cudaStream_t);
+
+template <class T, class NumT, class = void>
+struct EncodeTakes : std::false_type {};
+template <class T, class NumT>
+struct EncodeTakes<
+  T, NumT, std::void_t<decltype(static_cast<EncodeFn<T, NumT>>(&cub::DeviceRunLengthEncode::Encode))>>
+    : std::true_type {};
+
+template <class T, class NumT, class = void>
+struct NonTrivialRunsTakes : std::false_type {};
+template <class T, class NumT>
+struct NonTrivialRunsTakes<
+  T, NumT,
+  std::void_t<decltype(static_cast<NonTrivialRunsFn<T, NumT>>(
+    &cub::DeviceRunLengthEncode::NonTrivialRuns))>>
+    : std::true_type {};
+
+[[noreturn]] static void unsupported_count(const char* algo) {
+  std::fprintf(stderr, "cub_bench: this CUB's %s takes an int item count; n > INT_MAX is unsupported\n",
+               algo);
+  std::printf("unsupported\n");
+  std::exit(3);
+}
+
+// Runs of equal keys (by ==, as CUB compares them) in the keys read back.
+struct HostRuns {
+  std::vector<int64_t> start, len;
+};
+
+template <class T>
+static HostRuns host_runs(const std::vector<T>& keys) {
+  HostRuns r;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i == 0 || !(keys[i] == keys[i - 1])) {
+      r.start.push_back(static_cast<int64_t>(i));
+      r.len.push_back(1);
+    } else {
+      ++r.len.back();
+    }
+  }
+  return r;
+}
+
+// The first key of each run, as written by unique / rle / reduce-by-key.
+template <class T>
+static bool check_run_keys(const T* d_unique, const std::vector<T>& keys, const HostRuns& runs) {
+  const std::vector<T> got = to_host(d_unique, runs.start.size());
+  for (size_t r = 0; r < got.size(); ++r)
+    if (bits_of(got[r]) != bits_of(keys[static_cast<size_t>(runs.start[r])])) {
+      std::fprintf(stderr, "cub_bench: key of run %zu differs from the reference\n", r);
+      return false;
+    }
+  return true;
+}
+
+// A per-run integer output (lengths, offsets) against the reference.
+template <class NumT>
+static bool check_run_numbers(const NumT* d, const std::vector<int64_t>& want, const char* what) {
+  const std::vector<NumT> got = to_host(d, want.size());
+  for (size_t r = 0; r < got.size(); ++r)
+    if (static_cast<int64_t>(got[r]) != want[r]) {
+      std::fprintf(stderr, "cub_bench: %s of run %zu: got %lld want %lld\n", what, r,
+                   static_cast<long long>(got[r]), static_cast<long long>(want[r]));
+      return false;
+    }
+  return true;
+}
+
+template <class T, class NumT>
+static Outcome bench_unique(int64_t n, int reps, uint64_t mean_len, cudaStream_t s) {
+  DevBuf<T> keys(n), out(n);
+  DevBuf<NumT> num(1);
+  make_run_keys<T, NumT>(keys.p, n, mean_len, s);
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceSelect::Unique(nullptr, bytes, keys.p, out.p, num.p, static_cast<NumT>(n), s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceSelect::Unique(tmp.p, tmp.bytes, keys.p, out.p, num.p, static_cast<NumT>(n), s);
+  });
+  CK(cudaStreamSynchronize(s));
+  const std::vector<T> keys_h = to_host(keys.p, static_cast<size_t>(n));
+  const HostRuns runs = host_runs(keys_h);
+  const bool ok = check_count(num.p, runs.start.size(), "number of runs") &&
+                  check_run_keys(out.p, keys_h, runs);
+  o.check = ok ? "ok" : "FAIL";
+  return o;
+}
+
+// Run lengths come out in NumT, the type of the item count.
+template <class T, class NumT>
+static Outcome bench_rle(int64_t n, int reps, uint64_t mean_len, cudaStream_t s) {
+  if constexpr (EncodeTakes<T, int>::value && !EncodeTakes<T, NumT>::value)
+    unsupported_count("DeviceRunLengthEncode::Encode");
+  DevBuf<T> keys(n), unique(n);
+  DevBuf<NumT> lengths(n), num(1);
+  make_run_keys<T, NumT>(keys.p, n, mean_len, s);
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceRunLengthEncode::Encode(nullptr, bytes, keys.p, unique.p, lengths.p, num.p,
+                                        static_cast<NumT>(n), s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceRunLengthEncode::Encode(tmp.p, tmp.bytes, keys.p, unique.p, lengths.p, num.p,
+                                              static_cast<NumT>(n), s);
+  });
+  CK(cudaStreamSynchronize(s));
+  const std::vector<T> keys_h = to_host(keys.p, static_cast<size_t>(n));
+  const HostRuns runs = host_runs(keys_h);
+  const bool ok = check_count(num.p, runs.start.size(), "number of runs") &&
+                  check_run_keys(unique.p, keys_h, runs) &&
+                  check_run_numbers(lengths.p, runs.len, "length");
+  o.check = ok ? "ok" : "FAIL";
+  return o;
+}
+
+// Offset and length of each run longer than one item.
+template <class T, class NumT>
+static Outcome bench_nontrivial_runs(int64_t n, int reps, uint64_t mean_len, cudaStream_t s) {
+  if constexpr (NonTrivialRunsTakes<T, int>::value && !NonTrivialRunsTakes<T, NumT>::value)
+    unsupported_count("DeviceRunLengthEncode::NonTrivialRuns");
+  DevBuf<T> keys(n);
+  DevBuf<NumT> offsets(n / 2 + 1), lengths(n / 2 + 1), num(1);  // at most n/2 such runs
+  make_run_keys<T, NumT>(keys.p, n, mean_len, s);
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceRunLengthEncode::NonTrivialRuns(nullptr, bytes, keys.p, offsets.p, lengths.p, num.p,
+                                                static_cast<NumT>(n), s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceRunLengthEncode::NonTrivialRuns(tmp.p, tmp.bytes, keys.p, offsets.p, lengths.p,
+                                                      num.p, static_cast<NumT>(n), s);
+  });
+  CK(cudaStreamSynchronize(s));
+  HostRuns runs = host_runs(to_host(keys.p, static_cast<size_t>(n)));
+  HostRuns long_runs;
+  for (size_t r = 0; r < runs.len.size(); ++r)
+    if (runs.len[r] > 1) {
+      long_runs.start.push_back(runs.start[r]);
+      long_runs.len.push_back(runs.len[r]);
+    }
+  const bool ok = check_count(num.p, long_runs.start.size(), "number of non-trivial runs") &&
+                  check_run_numbers(offsets.p, long_runs.start, "offset") &&
+                  check_run_numbers(lengths.p, long_runs.len, "length");
+  o.check = ok ? "ok" : "FAIL";
+  return o;
+}
+
+// Sum of the values of each run of equal keys.
+template <class T, class NumT>
+static Outcome bench_reduce_by_key(int64_t n, int reps, uint64_t mean_len, cudaStream_t s) {
+  DevBuf<T> keys(n), unique(n), values(n), sums(n);
+  DevBuf<NumT> num(1);
+  make_run_keys<T, NumT>(keys.p, n, mean_len, s);
+  rbk_values_kernel<T><<<grid_for(n), 256, 0, s>>>(values.p, n);
+  CK(cudaGetLastError());
+  const auto plus = cuda::std::plus<>{};
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceReduce::ReduceByKey(nullptr, bytes, keys.p, unique.p, values.p, sums.p, num.p, plus,
+                                    static_cast<NumT>(n), s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceReduce::ReduceByKey(tmp.p, tmp.bytes, keys.p, unique.p, values.p, sums.p, num.p,
+                                          plus, static_cast<NumT>(n), s);
+  });
+  CK(cudaStreamSynchronize(s));
+  const std::vector<T> keys_h = to_host(keys.p, static_cast<size_t>(n));
+  const HostRuns runs = host_runs(keys_h);
+  bool ok = check_count(num.p, runs.start.size(), "number of runs") &&
+            check_run_keys(unique.p, keys_h, runs);
+  if (ok) {
+    const std::vector<T> got = to_host(sums.p, runs.start.size());
+    for (size_t r = 0; r < got.size() && ok; ++r) {
+      acc_t<T> want = 0;
+      for (int64_t i = runs.start[r]; i < runs.start[r] + runs.len[r]; ++i)
+        want = static_cast<acc_t<T>>(want + acc_of(rbk_value<T>(static_cast<uint64_t>(i))));
+      if (!close_enough(got[r], want, reduce_tol<T>(), static_cast<double>(want))) {
+        std::fprintf(stderr, "cub_bench: sum of run %zu: got %.17g want %.17g\n", r,
+                     static_cast<double>(got[r]), static_cast<double>(want));
+        ok = false;
+      }
+    }
+  }
+  o.check = ok ? "ok" : "FAIL";
+  return o;
+}
+
+// ---------------------------------------------------------------------------
 // Dispatch
 
 enum class Algo {
@@ -628,11 +1121,36 @@ enum class Algo {
   SortPairs,
   RadixKeys,
   RadixPairs,
-  Merge
+  Merge,
+  SelectIf,
+  SelectFlagged,
+  PartitionIf,
+  SelectIfInplace,
+  Unique,
+  Rle,
+  NontrivialRuns,
+  ReduceByKey
 };
 
+// What the optional param means for an algorithm.
+enum class Param { None, Percent, RunLength };
+
+static Param param_of(Algo a) {
+  switch (a) {
+    case Algo::SelectIf:
+    case Algo::SelectFlagged:
+    case Algo::PartitionIf:
+    case Algo::SelectIfInplace: return Param::Percent;
+    case Algo::Unique:
+    case Algo::Rle:
+    case Algo::NontrivialRuns:
+    case Algo::ReduceByKey: return Param::RunLength;
+    default: return Param::None;
+  }
+}
+
 template <class T, class NumT>
-static Outcome run_algo(Algo a, int64_t n, int reps, cudaStream_t s) {
+static Outcome run_algo(Algo a, int64_t n, int reps, uint64_t param, cudaStream_t s) {
   switch (a) {
     case Algo::Reduce: return bench_reduce<T, NumT>(n, reps, s);
     case Algo::TransformReduce: return bench_transform_reduce<T, NumT>(n, reps, s);
@@ -649,15 +1167,28 @@ static Outcome run_algo(Algo a, int64_t n, int reps, cudaStream_t s) {
 #else
       break;
 #endif
+    case Algo::SelectIf: return bench_select_if<T, NumT>(n, reps, param, s);
+    case Algo::SelectFlagged: return bench_select_flagged<T, NumT>(n, reps, param, s);
+    case Algo::PartitionIf: return bench_partition_if<T, NumT>(n, reps, param, s);
+    case Algo::SelectIfInplace:
+#if CUB_BENCH_HAVE_SELECT_INPLACE
+      return bench_select_if_inplace<T, NumT>(n, reps, param, s);
+#else
+      break;
+#endif
+    case Algo::Unique: return bench_unique<T, NumT>(n, reps, param, s);
+    case Algo::Rle: return bench_rle<T, NumT>(n, reps, param, s);
+    case Algo::NontrivialRuns: return bench_nontrivial_runs<T, NumT>(n, reps, param, s);
+    case Algo::ReduceByKey: return bench_reduce_by_key<T, NumT>(n, reps, param, s);
   }
   std::printf("unsupported\n");
   std::exit(3);
 }
 
 template <class T>
-static Outcome run_typed(Algo a, int64_t n, int reps, cudaStream_t s) {
-  if (n <= INT_MAX) return run_algo<T, int>(a, n, reps, s);
-  return run_algo<T, int64_t>(a, n, reps, s);
+static Outcome run_typed(Algo a, int64_t n, int reps, uint64_t param, cudaStream_t s) {
+  if (n <= INT_MAX) return run_algo<T, int>(a, n, reps, param, s);
+  return run_algo<T, int64_t>(a, n, reps, param, s);
 }
 
 static bool parse_u64(const char* s, uint64_t& out) {
@@ -671,7 +1202,7 @@ static bool parse_u64(const char* s, uint64_t& out) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 4 || argc > 5) usage_and_exit();
+  if (argc < 4 || argc > 6) usage_and_exit();
   const std::string algo_s = argv[1], type_s = argv[2];
 
   Algo algo;
@@ -685,6 +1216,14 @@ int main(int argc, char** argv) {
   else if (algo_s == "radix-keys") algo = Algo::RadixKeys;
   else if (algo_s == "radix-pairs") algo = Algo::RadixPairs;
   else if (algo_s == "merge") algo = Algo::Merge;
+  else if (algo_s == "select-if") algo = Algo::SelectIf;
+  else if (algo_s == "select-flagged") algo = Algo::SelectFlagged;
+  else if (algo_s == "partition-if") algo = Algo::PartitionIf;
+  else if (algo_s == "select-if-inplace") algo = Algo::SelectIfInplace;
+  else if (algo_s == "unique") algo = Algo::Unique;
+  else if (algo_s == "rle") algo = Algo::Rle;
+  else if (algo_s == "nontrivial-runs") algo = Algo::NontrivialRuns;
+  else if (algo_s == "reduce-by-key") algo = Algo::ReduceByKey;
   else {
     std::fprintf(stderr, "cub_bench: unknown algo '%s'\n", algo_s.c_str());
     usage_and_exit();
@@ -695,8 +1234,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cub_bench: bad element count '%s'\n", argv[3]);
     usage_and_exit();
   }
-  if (argc == 5 && (!parse_u64(argv[4], reps_u) || reps_u == 0 || reps_u > 100000)) {
+  if (argc >= 5 && (!parse_u64(argv[4], reps_u) || reps_u == 0 || reps_u > 100000)) {
     std::fprintf(stderr, "cub_bench: bad repetition count '%s'\n", argv[4]);
+    usage_and_exit();
+  }
+  const Param param_kind = param_of(algo);
+  uint64_t param = param_kind == Param::Percent ? 50 : param_kind == Param::RunLength ? 500 : 0;
+  if (argc == 6 && (!parse_u64(argv[5], param) ||
+                    (param_kind == Param::Percent && param > 100) ||
+                    (param_kind == Param::RunLength && param == 0))) {
+    std::fprintf(stderr, "cub_bench: bad param '%s' for %s\n", argv[5], algo_s.c_str());
     usage_and_exit();
   }
   const int64_t n = static_cast<int64_t>(n_u);
@@ -711,26 +1258,36 @@ int main(int argc, char** argv) {
     return 3;
   }
 #endif
+#if !CUB_BENCH_HAVE_SELECT_INPLACE
+  if (algo == Algo::SelectIfInplace) {
+    std::printf("unsupported\n");
+    return 3;
+  }
+#endif
 
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
   Outcome o;
-  if (type_s == "i32") o = run_typed<int32_t>(algo, n, reps, s);
-  else if (type_s == "i64") o = run_typed<int64_t>(algo, n, reps, s);
-  else if (type_s == "u32") o = run_typed<uint32_t>(algo, n, reps, s);
-  else if (type_s == "u64") o = run_typed<uint64_t>(algo, n, reps, s);
-  else if (type_s == "f32") o = run_typed<float>(algo, n, reps, s);
-  else if (type_s == "f64") o = run_typed<double>(algo, n, reps, s);
+  if (type_s == "i32") o = run_typed<int32_t>(algo, n, reps, param, s);
+  else if (type_s == "i64") o = run_typed<int64_t>(algo, n, reps, param, s);
+  else if (type_s == "u32") o = run_typed<uint32_t>(algo, n, reps, param, s);
+  else if (type_s == "u64") o = run_typed<uint64_t>(algo, n, reps, param, s);
+  else if (type_s == "f32") o = run_typed<float>(algo, n, reps, param, s);
+  else if (type_s == "f64") o = run_typed<double>(algo, n, reps, param, s);
   else {
     std::fprintf(stderr, "cub_bench: unknown type '%s'\n", type_s.c_str());
     usage_and_exit();
   }
 
   CK(cudaStreamDestroy(s));
-  std::printf("peer=cub algo=%s type=%s n=%lld median_ms=%.6f min_ms=%.6f check=%s\n", algo_s.c_str(),
-              type_s.c_str(), static_cast<long long>(n), o.t.median_ms, o.t.min_ms, o.check);
+  // param= only where it means something, so the other lines stay as they were.
+  std::string param_field;
+  if (param_kind != Param::None) param_field = " param=" + std::to_string(param);
+  std::printf("peer=cub algo=%s type=%s n=%lld%s median_ms=%.6f min_ms=%.6f check=%s\n", algo_s.c_str(),
+              type_s.c_str(), static_cast<long long>(n), param_field.c_str(), o.t.median_ms, o.t.min_ms,
+              o.check);
   std::fflush(stdout);
   return 0;
 }

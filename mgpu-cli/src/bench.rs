@@ -21,21 +21,42 @@ struct Args {
     offset: usize,
 }
 
+/// The primitives `mgpu bench` measures.
+const PRIMITIVES: &[&str] = &[
+    "reduce",
+    "scan",
+    "sort",
+    "merge",
+    "select",
+    "partition",
+    "unique",
+    "rle",
+    "reduce-by-key",
+];
+/// Those of the compaction family (bench_compact.rs).
+const COMPACTION: &[&str] = &["select", "partition", "unique", "rle", "reduce-by-key"];
+
 fn parse(args: &[String]) -> Result<Args, String> {
     let mut it = args.iter();
     let primitive = it
         .next()
-        .ok_or("bench: which primitive? reduce, scan, sort or merge")?
+        .ok_or_else(|| format!("bench: which primitive? {}", PRIMITIVES.join(", ")))?
         .clone();
-    if !["reduce", "scan", "sort", "merge"].contains(&primitive.as_str()) {
+    if !PRIMITIVES.contains(&primitive.as_str()) {
         return Err(format!(
-            "bench: unknown primitive `{primitive}` (reduce, scan, sort, merge)"
+            "bench: unknown primitive `{primitive}` ({})",
+            PRIMITIVES.join(", ")
         ));
     }
+    let compaction = COMPACTION.contains(&primitive.as_str());
     let mut a = Args {
         primitive,
         sizes: 16..=28,
-        types: ["i32", "i64", "f32", "f64"].map(String::from).to_vec(),
+        types: if compaction {
+            vec!["i32".into(), "i64".into()]
+        } else {
+            ["i32", "i64", "f32", "f64"].map(String::from).to_vec()
+        },
         reps: 20,
         csv: None,
         peer: true,
@@ -155,17 +176,19 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-struct Row {
-    variant: String,
-    ty: String,
-    log2: u32,
-    ms: f64,
-    memcpy_ms: f64,
+pub(crate) struct Row {
+    pub variant: String,
+    pub ty: String,
+    pub log2: u32,
+    pub ms: f64,
+    /// Bytes that must move (read once, written once).
+    pub bytes: f64,
+    pub memcpy_ms: f64,
     /// (peer name, median ms), in the peers' column order.
-    peers: Vec<(&'static str, Option<f64>)>,
+    pub peers: Vec<(&'static str, Option<f64>)>,
 }
 
-fn time<F: FnMut() -> mgpu::Result<()>>(
+pub(crate) fn time<F: FnMut() -> mgpu::Result<()>>(
     ctx: &Context,
     reps: usize,
     mut f: F,
@@ -175,7 +198,7 @@ fn time<F: FnMut() -> mgpu::Result<()>>(
 
 /// Median GPU time of `work`; `setup` runs before each repetition, outside the timed region.
 /// Both get the mutable `state` (the buffers being sorted).
-fn time_with_setup<S, A, F>(
+pub(crate) fn time_with_setup<S, A, F>(
     ctx: &Context,
     reps: usize,
     state: &mut S,
@@ -215,7 +238,12 @@ fn peer_ms(peer: Option<&Peer>, algo: &str, ty: &str, n: u64, reps: usize) -> Op
     }
 }
 
-fn report_first_use(what: &str, ty: &str, t: Instant, before: mgpu::cuda::jit::JitStats) {
+pub(crate) fn report_first_use(
+    what: &str,
+    ty: &str,
+    t: Instant,
+    before: mgpu::cuda::jit::JitStats,
+) {
     let after = mgpu::cuda::jit::stats();
     eprintln!(
         "{what} {ty}: first call {:.1} ms ({} kernels compiled in {} ms, {} from the disk cache)",
@@ -303,6 +331,7 @@ fn bench_type<T: BenchElement>(
             };
             let cub = cub_algo.and_then(|c| peer_ms(peer, c, ty, n as u64, a.reps));
             let row = Row {
+                bytes: traffic(&variant, n, std::mem::size_of::<T>()),
                 variant,
                 ty: ty.to_string(),
                 log2,
@@ -310,7 +339,7 @@ fn bench_type<T: BenchElement>(
                 memcpy_ms,
                 peers: vec![("cub", cub)],
             };
-            print_row(&row, std::mem::size_of::<T>());
+            print_row(&row);
             rows.push(row);
         }
     }
@@ -393,24 +422,26 @@ fn bench_sort_type<T: BenchElement>(
                 ty: ty.to_string(),
                 log2,
                 ms,
+                bytes: traffic(variant, n, std::mem::size_of::<T>()),
                 memcpy_ms,
                 peers,
             };
-            print_row(&row, std::mem::size_of::<T>());
+            print_row(&row);
             rows.push(row);
         }
     }
     Ok(rows)
 }
 
-fn print_row(r: &Row, size: usize) {
+/// Bytes that must move for `n` elements of `size` bytes: reduce reads them; scan, sort (per
+/// pass) and merge read and write them.
+fn traffic(variant: &str, n: usize, size: usize) -> f64 {
+    let passes = if variant.starts_with("reduce") { 1 } else { 2 };
+    (passes * n * size) as f64
+}
+
+pub(crate) fn print_row(r: &Row) {
     let n = (1u64 << r.log2) as f64;
-    // Bytes that must move: reduce reads n; the others read and write n (a sort, per pass).
-    let traffic = if r.variant.starts_with("reduce") {
-        1.0
-    } else {
-        2.0
-    };
     let mut peers = String::new();
     for (_, ms) in &r.peers {
         peers += &match ms {
@@ -419,13 +450,13 @@ fn print_row(r: &Row, size: usize) {
         };
     }
     println!(
-        "{:<16} {:<4} 2^{:<3} {:>9.4} {:>9.2} {:>8.1} {:>9.4} {:>7.3}{peers}",
+        "{:<26} {:<4} 2^{:<3} {:>9.4} {:>9.2} {:>8.1} {:>9.4} {:>7.3}{peers}",
         r.variant,
         r.ty,
         r.log2,
         r.ms,
         n / r.ms / 1e6,
-        traffic * n * size as f64 / r.ms / 1e6,
+        r.bytes / r.ms / 1e6,
         r.memcpy_ms,
         r.memcpy_ms / r.ms,
     );
@@ -464,7 +495,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         a.reps
     );
     let mut header = format!(
-        "{:<16} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
+        "{:<26} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
         "prim",
         "type",
         "n",
@@ -482,7 +513,26 @@ pub fn run(args: &[String]) -> Result<(), String> {
     println!("{header}");
     let sorting = a.primitive == "sort" || a.primitive == "merge";
     let mut rows = Vec::new();
-    for ty in &a.types {
+    if COMPACTION.contains(&a.primitive.as_str()) {
+        for ty in &a.types {
+            for log2 in a.sizes.clone() {
+                let (p, prim) = (peer.as_ref(), a.primitive.as_str());
+                let r = match ty.as_str() {
+                    "i32" => crate::bench_compact::bench::<i32>(&ctx, prim, ty, log2, a.reps, p),
+                    "i64" => crate::bench_compact::bench::<i64>(&ctx, prim, ty, log2, a.reps, p),
+                    other => Err(format!(
+                        "bench: unsupported type `{other}` for {prim} (i32, i64)"
+                    )),
+                }?;
+                rows.extend(r);
+            }
+        }
+    }
+    for ty in a
+        .types
+        .iter()
+        .filter(|_| !COMPACTION.contains(&a.primitive.as_str()))
+    {
         let p = peer.as_ref();
         let r = match (ty.as_str(), sorting) {
             ("i32", false) => bench_type::<i32>(&ctx, &a, ty, p),

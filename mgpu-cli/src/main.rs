@@ -1,6 +1,7 @@
 //! The `mgpu` command: demos, benchmarks and device information.
 
 mod bench;
+mod bench_compact;
 mod demo;
 mod occupancy;
 mod peers;
@@ -14,7 +15,7 @@ usage: mgpu <command> [args]
 commands:
   demo [NAME...]        run the seed demonstrations (all when no name): scan, max-reduce,
                         sort-keys, sort-pairs
-  bench <reduce|scan|sort|merge> [--sizes A..B] [--types i32,i64,f32,f64] [--reps N]
+  bench <reduce|scan|sort|merge|select|partition|unique|rle|reduce-by-key> [--sizes A..B] [--types i32,i64,f32,f64] [--reps N]
         [--csv FILE] [--no-peer] [--deterministic] [--transform square] [--offset K]
                         GPU benchmark against a device memcpy and CUB (when nvcc is present:
                         DeviceReduce, DeviceScan, DeviceMergeSort and DeviceRadixSort, DeviceMerge);
@@ -22,7 +23,10 @@ commands:
                         and u8, u16 for reduce and scan (no CUB peer for those two);
                         --transform square adds x * x fused into the load (-sq, vs CUB's
                         TransformReduce) and materialized first (-sqmat); --offset K runs on
-                        views K elements into their buffers (@+K)
+                        views K elements into their buffers (@+K); the compaction family
+                        (i32, i64) runs selection rates 0..100% and mean run lengths 1..500,
+                        in and out of place, against CUB's DeviceSelect, DevicePartition,
+                        DeviceRunLengthEncode and DeviceReduce::ReduceByKey
   occupancy [--arch N]  every kernel compiled for sm_N (default: the GPU's, else 90): registers,
                         shared memory, local memory, and theoretical occupancy with its limiter
   info                  the backend, the device, and the JIT cache

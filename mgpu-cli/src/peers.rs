@@ -65,7 +65,7 @@ impl Peer {
         // concurrent build never leaves a half-written binary under the final name.
         let tmp_exe = dir.join(format!("cub_bench-{key}.tmp{}", std::process::id()));
 
-        eprintln!("building the CUB peer with nvcc (a minute or two)...");
+        eprintln!("building the CUB peer with nvcc (a few minutes)...");
         let output = Command::new(&nvcc)
             .args(NVCC_FLAGS)
             .arg("-o")
@@ -103,15 +103,33 @@ impl Peer {
         &self.exe
     }
 
-    /// Runs one measurement; returns the parsed line.
+    /// Runs one measurement with the harness's default parameter; returns
+    /// the parsed line.
     pub fn run(&self, algo: &str, ty: &str, n: u64, reps: u32) -> Result<PeerResult, String> {
+        self.run_with(algo, ty, n, reps, None)
+    }
+
+    /// Runs one measurement; `param` is the harness's optional fifth
+    /// argument (percent selected for select-*/partition-if, mean run length
+    /// for unique/rle/nontrivial-runs/reduce-by-key; None: its default).
+    /// Returns the parsed line.
+    pub fn run_with(
+        &self,
+        algo: &str,
+        ty: &str,
+        n: u64,
+        reps: u32,
+        param: Option<u64>,
+    ) -> Result<PeerResult, String> {
         let output = Command::new(&self.exe)
-            .arg(algo)
-            .arg(ty)
-            .arg(n.to_string())
-            .arg(reps.to_string())
+            .args(harness_args(algo, ty, n, reps, param))
             .output()
             .map_err(|e| format!("cannot run {}: {e}", self.exe.display()))?;
+        // Names the measurement in errors; the param only where one was given.
+        let what = match param {
+            Some(p) => format!("{algo} {ty} n={n} param={p}"),
+            None => format!("{algo} {ty} n={n}"),
+        };
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
         if !output.status.success() {
@@ -123,19 +141,32 @@ impl Peer {
                 .filter(|s| !s.is_empty())
                 .collect();
             return Err(format!(
-                "cub peer {algo} {ty} n={n} failed ({}): {}",
+                "cub peer {what} failed ({}): {}",
                 output.status,
                 said.join("\n")
             ));
         }
         parse_output(&stdout).map_err(|e| {
             format!(
-                "cub peer {algo} {ty} n={n}: {e}\nstdout: {}\nstderr: {}",
+                "cub peer {what}: {e}\nstdout: {}\nstderr: {}",
                 stdout.trim(),
                 stderr.trim()
             )
         })
     }
+}
+
+/// The harness's command line after the program name:
+/// `<algo> <type> <n> <reps> [param]`.
+fn harness_args(algo: &str, ty: &str, n: u64, reps: u32, param: Option<u64>) -> Vec<String> {
+    let mut args = vec![
+        algo.to_string(),
+        ty.to_string(),
+        n.to_string(),
+        reps.to_string(),
+    ];
+    args.extend(param.map(|p| p.to_string()));
+    args
 }
 
 /// Parses the harness output: finds the `peer=...` line and reads its
@@ -252,6 +283,27 @@ mod tests {
         assert!(parse_output("peer=cub median_ms=1.0 check=ok").is_err()); // no min_ms
         assert!(parse_output("peer=cub median_ms=abc min_ms=1 check=ok").is_err());
         assert!(parse_output("peer=cub median_ms=nan min_ms=1 check=ok").is_err());
+    }
+
+    #[test]
+    fn param_is_the_fifth_argument_when_given() {
+        assert_eq!(
+            harness_args("reduce", "i32", 1024, 20, None),
+            ["reduce", "i32", "1024", "20"]
+        );
+        assert_eq!(
+            harness_args("select-if", "f64", 1 << 28, 10, Some(0)),
+            ["select-if", "f64", "268435456", "10", "0"]
+        );
+    }
+
+    #[test]
+    fn result_line_with_param_parses() {
+        let out =
+            "peer=cub algo=rle type=i64 n=1000 param=2 median_ms=0.02 min_ms=0.019 check=ok\n";
+        let r = parse_output(out).unwrap();
+        assert_eq!(r.median_ms, 0.02);
+        assert_eq!(r.check, "ok");
     }
 
     #[test]

@@ -73,6 +73,9 @@ struct Job<'a, K: Element, V: Element> {
     keys_rejected: Option<Place<'a, K>>,
     values_rejected: Option<Place<'a, V>>,
     rejected: Rejected,
+    /// What the keys and the values are called in errors: ("keys", "values"), or for
+    /// select_flagged ("flags", "items").
+    words: (&'static str, &'static str),
 }
 
 fn too_short(name: &str, what: &str, len: usize, n: usize) -> crate::Error {
@@ -88,11 +91,11 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         let n = self.keys.len();
         if let Some(v) = &self.values {
             if v.len() != n {
+                let (keys, values) = self.words;
                 return invalid(format!(
-                    "{}: {} values for {} keys; they must have the same length",
+                    "{}: {} {values} for {n} {keys}; they must have the same length",
                     self.name,
                     v.len(),
-                    n
                 ));
             }
         }
@@ -351,7 +354,12 @@ impl Context {
         }
         if let Some(o) = &keys_out {
             if o.len() < n {
-                return Err(too_short(name, "the keys' output", o.len(), n));
+                let what = if constant.is_some() {
+                    "the runs' output"
+                } else {
+                    "the keys' output"
+                };
+                return Err(too_short(name, what, o.len(), n));
             }
         }
         if out_len < n {
@@ -461,6 +469,7 @@ impl Context {
             keys_rejected: None,
             values_rejected: None,
             rejected: Rejected::Dropped,
+            words: ("keys", "values"),
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }
@@ -493,6 +502,7 @@ impl Context {
             keys_rejected: None,
             values_rejected: None,
             rejected: Rejected::Dropped,
+            words: ("keys", "values"),
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }
@@ -527,6 +537,7 @@ impl Context {
             keys_rejected: None,
             values_rejected: None,
             rejected: Rejected::Dropped,
+            words: ("flags", "items"),
         };
         self.compact(job, KeyTest::Predicate(&Predicate::nonzero()), count)
     }
@@ -548,6 +559,7 @@ impl Context {
             keys_rejected: None,
             values_rejected: None,
             rejected: Rejected::Dropped,
+            words: ("flags", "items"),
         };
         self.compact(job, KeyTest::Predicate(&Predicate::nonzero()), count)
     }
@@ -583,6 +595,7 @@ impl Context {
             keys_rejected: None,
             values_rejected: None,
             rejected: Rejected::Reversed,
+            words: ("keys", "values"),
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }
@@ -627,6 +640,7 @@ impl Context {
             )?)),
             values_rejected: None,
             rejected: Rejected::Separate,
+            words: ("keys", "values"),
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }
@@ -654,6 +668,7 @@ impl Context {
             )?)),
             values_rejected: None,
             rejected: Rejected::Separate,
+            words: ("keys", "values"),
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }
@@ -723,6 +738,7 @@ impl Context {
             keys_rejected: None,
             values_rejected: None,
             rejected: Rejected::Dropped,
+            words: ("keys", "values"),
         };
         self.compact(job, KeyTest::Runs(equal), count)
     }
@@ -744,6 +760,7 @@ impl Context {
             keys_rejected: None,
             values_rejected: None,
             rejected: Rejected::Dropped,
+            words: ("keys", "values"),
         };
         self.compact(job, KeyTest::Runs(equal), count)
     }
@@ -783,6 +800,7 @@ impl Context {
             keys_rejected: None,
             values_rejected: None,
             rejected: Rejected::Dropped,
+            words: ("keys", "values"),
         };
         self.compact(job, KeyTest::Runs(equal), count)
     }
@@ -805,6 +823,7 @@ impl Context {
             keys_rejected: None,
             values_rejected: None,
             rejected: Rejected::Dropped,
+            words: ("keys", "values"),
         };
         self.compact(job, KeyTest::Runs(equal), count)
     }
