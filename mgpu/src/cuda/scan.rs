@@ -36,9 +36,9 @@ unsafe impl DeviceRepr for TileStatusArgs {}
 pub(crate) const STATUS_SLOT: usize = 64;
 
 /// Bytes of a tile's value record (`MGPU_VALUE_RECORD`), its aggregate and inclusive value padded
-/// to whole slots: 0 when the value is packed with its tag.
+/// to whole slots: 0 when the value is packed with its tag (up to 12 bytes, lookback.cuh).
 pub(crate) fn value_record(elem_size: usize) -> usize {
-    if elem_size <= 4 {
+    if elem_size <= 12 {
         0
     } else {
         (2 * elem_size).div_ceil(STATUS_SLOT) * STATUS_SLOT

@@ -63,6 +63,18 @@ __device__ __forceinline__ u64 load_relaxed_u64(const u64* p) {
   asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+// 16 bytes (16-byte aligned) in one single-copy-atomic access (PTX .b128, sm_70+, PTX ISA 8.3):
+// `lo` is bytes 0..8, `hi` bytes 8..16.
+__device__ __forceinline__ void store_relaxed_b128(u64* p, u64 lo, u64 hi) {
+  asm volatile(
+      "{\n .reg .b128 t;\n mov.b128 t, {%1, %2};\n st.relaxed.gpu.global.b128 [%0], t;\n}"
+      ::"l"(p), "l"(lo), "l"(hi) : "memory");
+}
+__device__ __forceinline__ void load_relaxed_b128(const u64* p, u64& lo, u64& hi) {
+  asm volatile(
+      "{\n .reg .b128 t;\n ld.relaxed.gpu.global.b128 t, [%2];\n mov.b128 {%0, %1}, t;\n}"
+      : "=l"(lo), "=l"(hi) : "l"(p) : "memory");
+}
 __device__ __forceinline__ void store_release_u32(unsigned* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }

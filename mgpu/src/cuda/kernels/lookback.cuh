@@ -10,7 +10,10 @@
 // publishing stores met on the same few lines, and the look-back waited on them (64-byte slots:
 // 0.875x -> 0.954x memcpy for a 2^28 i32 scan, BENCHMARKS.md). For elements of up to 4 bytes a
 // slot's first 8 bytes hold one 64-bit word, tag << 32 | value bits: one relaxed store publishes
-// both and no fence is needed. Larger elements keep the tag alone in the same high half (bytes
+// both and no fence is needed. Elements of 5 to 12 bytes are packed the same way into the slot's
+// first 16 bytes, written and read by one 128-bit relaxed access (sm_90's single-copy atomic
+// .b128): value bytes 0..4 in bytes 0..4, the tag in bytes 4..8, value bytes 4..12 in bytes 8..16.
+// Larger elements keep the tag alone in the same place (bytes
 // 4..8), written with release semantics after the value, and their aggregate and inclusive values
 // in a record of MGPU_VALUE_RECORD bytes per tile in a separate array, so that a reader that saw A
 // never reads a half-overwritten value. Bytes 4..8 of a slot only ever hold tags, whatever the
@@ -28,9 +31,10 @@
 template <typename V>
 struct TileStatusOf {
   static constexpr bool PACKED = sizeof(V) <= 4;
+  static constexpr bool PACKED_WIDE = !PACKED && sizeof(V) <= 12;
   static_assert(MGPU_STATUS_SLOT % 32 == 0 && alignof(V) <= MGPU_STATUS_SLOT,
                 "a status slot is whole 32-byte sectors and aligns the published type");
-  static_assert(PACKED || (MGPU_VALUE_RECORD >= 2 * sizeof(V) &&
+  static_assert(PACKED || PACKED_WIDE || (MGPU_VALUE_RECORD >= 2 * sizeof(V) &&
                            MGPU_VALUE_RECORD % MGPU_STATUS_SLOT == 0),
                 "a value record holds the aggregate and the inclusive value in whole slots");
 
@@ -57,6 +61,11 @@ struct TileStatusOf {
       unsigned bits = 0;
       memcpy(&bits, &value_, sizeof(V));
       store_relaxed_u64(word(tile), ((u64)(epoch << 2 | status) << 32) | bits);
+    } else if constexpr (PACKED_WIDE) {
+      unsigned b[3] = {0, 0, 0};
+      memcpy(b, &value_, sizeof(V));
+      store_relaxed_b128(word(tile), ((u64)(epoch << 2 | status) << 32) | b[0],
+                         ((u64)b[2] << 32) | b[1]);
     } else {
       *value(tile, status) = value_;
       store_release_u32(tag(tile), epoch << 2 | status);
@@ -69,6 +78,12 @@ struct TileStatusOf {
       status = status_of((unsigned)(w >> 32));
       unsigned bits = (unsigned)w;
       memcpy(&value_, &bits, sizeof(V));
+    } else if constexpr (PACKED_WIDE) {
+      u64 lo, hi;
+      load_relaxed_b128(word(tile), lo, hi);
+      status = status_of((unsigned)(lo >> 32));
+      unsigned b[3] = {(unsigned)lo, (unsigned)hi, (unsigned)(hi >> 32)};
+      memcpy(&value_, b, sizeof(V));
     } else {
       status = status_of(load_acquire_u32(tag(tile)));
       if (status != MGPU_STATUS_X) value_ = load_l2(value(tile, status));
