@@ -995,9 +995,12 @@ impl Context {
             }
         }
         let count = count.validate(self)?;
-        let size = std::mem::size_of::<T>();
-        let mut tuning = tuning::resolve(Family::Compact, self.arch(), size, None)?;
-        tuning.vt = tuning.vt.min(31);
+        let tuning = non_trivial_tuning(tuning::resolve(
+            Family::Compact,
+            self.arch(),
+            std::mem::size_of::<T>(),
+            None,
+        )?);
         match &self.backend {
             Backend::Cpu => {
                 let keys = input.at.host().expect("checked to be on the CPU");
@@ -1036,6 +1039,15 @@ impl Context {
             }
         }
     }
+}
+
+/// The non-trivial runs kernel holds a thread's keys and three masks across its loop: the
+/// table's entry for its keys, at most 128x23 at OCC 4 (at 128x31x4 it spilled for f32 and i64
+/// keys).
+pub fn non_trivial_tuning(mut t: crate::Tuning) -> crate::Tuning {
+    t.vt = t.vt.min(23);
+    t.occ = t.occ.min(4);
+    t
 }
 
 fn output_of<'a, T: Element>(

@@ -852,6 +852,48 @@ fn check_runs<T: Case>(ctx: &Context, r: &mut StdRng, keys: &[T], case: usize, w
         &format!("{what_p}: lengths"),
     );
 
+    // non_trivial_runs: offset and length of every run longer than one, in u32 and u64.
+    let mut nt_offsets: Vec<u64> = Vec::new();
+    let mut nt_lengths: Vec<u64> = Vec::new();
+    let mut start = 0usize;
+    for i in 0..n {
+        if i + 1 == n || heads[i + 1] {
+            if i > start {
+                nt_offsets.push(start as u64);
+                nt_lengths.push((i + 1 - start) as u64);
+            }
+            start = i + 1;
+        }
+    }
+    let what_p = format!("{what} non_trivial_runs");
+    let mut oout = ctx.upload(&vec![u32::MAX; n / 2 + 2]).unwrap();
+    let mut lout = ctx.upload(&vec![u32::MAX; n / 2 + 1]).unwrap();
+    let c = counted(ctx, mode(8), &what_p, |c| {
+        ctx.non_trivial_runs(&input, &mut oout, &mut lout, &eq, c)
+    });
+    check_count(c, nt_offsets.len(), &what_p);
+    let narrow = |v: &[u64]| v.iter().map(|&x| x as u32).collect::<Vec<u32>>();
+    check_written(
+        &oout.to_vec().unwrap(),
+        &narrow(&nt_offsets),
+        u32::MAX,
+        &format!("{what_p}: offsets"),
+    );
+    check_written(
+        &lout.to_vec().unwrap(),
+        &narrow(&nt_lengths),
+        u32::MAX,
+        &format!("{what_p}: lengths"),
+    );
+    let mut oout = ctx.upload(&vec![u64::MAX; n / 2 + 1]).unwrap();
+    let mut lout = ctx.upload(&vec![u64::MAX; n / 2 + 3]).unwrap();
+    let c = ctx
+        .non_trivial_runs(&input, &mut oout, &mut lout, &eq, Count::Host)
+        .unwrap();
+    check_count(c, nt_offsets.len(), &what_p);
+    check_written(&oout.to_vec().unwrap(), &nt_offsets, u64::MAX, &what_p);
+    check_written(&lout.to_vec().unwrap(), &nt_lengths, u64::MAX, &what_p);
+
     // reduce_by_key with the non-commutative affine composition: the in-order fold per run.
     let values = random_vec::<Affine>(r, n);
     let (rk, rv) = reduce_runs(keys, &values, T::same_run, compose);

@@ -183,7 +183,7 @@ pub(crate) fn non_trivial_runs<K: Element, L: Element>(
         gpu,
         num_tiles,
         grid,
-        value_record(pair_size(count_size, 8, 8)),
+        value_record(2 * count_size),
         |tickets, first_ticket, status| {
             launch(
                 gpu,

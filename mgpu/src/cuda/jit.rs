@@ -369,7 +369,7 @@ pub fn compact_source<K: Element, V: Element>(
     // What a tile publishes: its count, or a (count, value) pair (reduce-by-key) or a (count,
     // position) pair (non-trivial runs).
     let published = match op {
-        None if spec.non_trivial_runs => crate::cuda::compact::pair_size(count_size, 8, 8),
+        None if spec.non_trivial_runs => 2 * count_size,
         None => count_size,
         Some(_) => crate::cuda::compact::pair_size(
             count_size,

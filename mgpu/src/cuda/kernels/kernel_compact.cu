@@ -290,12 +290,14 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 // Non-trivial runs (CUB's NonTrivialRuns): the offset and length of every run of keys equal under
 // Eq that is longer than one. A run is non-trivial when its start is followed by an equal key, so
 // whether a start counts is known there, and its output slot k is the number of such starts
-// before it. Offsets and lengths are of type V. Tiles publish (such starts, position of the last start of any run); positions grow,
-// so the second part combines by max. The offset is written at the start; the length where the
+// before it. Offsets and lengths are of type V. Tiles publish (such starts, position of the last
+// start of any run); positions grow, so the second part combines by max. Positions are counted
+// in C like the starts (C is 64-bit for inputs of 2^32 items or more), so with 32-bit counts the
+// pair is 8 bytes and packed with its status tag. The offset is written at the start; the length where the
 // run ends (the next key starts a run, or the input ends), from the last start's position.
 struct StartPair {
   C runs;
-  u64 start;
+  C start;
 };
 
 struct StartPlus {
@@ -348,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
         if (last) ends |= 1u << i;
         if (start && !last) counted |= 1u << i;
         thread_total = StartPlus()(
-            thread_total, StartPair{(C)(start && !last), start ? base + first + i : 0});
+            thread_total, StartPair{(C)(start && !last), (C)(start ? base + first + i : 0)});
         prev = k;
       }
     }
@@ -365,7 +367,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     for (int i = 0; i < MGPU_VT; ++i) {
       u64 at = base + first + i;
       bool start = (starts >> i) & 1u, last = (ends >> i) & 1u;
-      if (start) x.start = at;
+      if (start) x.start = (C)at;
       if ((counted >> i) & 1u) offsets_out[x.runs++] = (V)at;
       if (last && !start && first + i < n) lengths_out[x.runs - 1] = (V)(at + 1 - x.start);
       if (at + 1 == count) *count_out = (u64)x.runs;
