@@ -7,7 +7,8 @@
 // publishes only after it has read its inputs; its outputs lie before the end of its own inputs. So
 // no tile overwrites an input that is yet to be read, and the output may be the input. (The one
 // exception is the partition whose rejected items fill the output from the back: those land on
-// later tiles' inputs, so that form is never run in place; compact.rs stages it.)
+// later tiles' inputs, so that form has no in-place launch; compact.rs's partition_in_place is a
+// stable partition staged through a temporary.)
 //
 // The module's element type `T` is the key: what selection looks at (the items themselves, or
 // flags for select_flagged). Defines from the host (cuda/compact.rs):
@@ -41,7 +42,9 @@ struct CompactStorage {
 };
 
 // Global -> shared for a plain array of any type: the tile of `n` elements at `src` in strided
-// order (the values of unique_by_key and select_flagged).
+// order (the values of unique_by_key, select_flagged and reduce-by-key). The same cp.async loop
+// as load_tile_to_shared_async's, which keeps its own: routed through one shared function, the i8
+// look-back scan spilled 8 bytes (NVRTC 13.5).
 template <typename X>
 __device__ __forceinline__ void load_plain_to_shared(const X* src, int n, X* shared, int tid) {
   constexpr int VEC = (16 % sizeof(X) == 0) ? 16 / (int)sizeof(X) : 1;
