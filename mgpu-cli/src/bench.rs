@@ -36,72 +36,102 @@ const PRIMITIVES: &[&str] = &[
 /// Those of the compaction family (bench_compact.rs).
 const COMPACTION: &[&str] = &["select", "partition", "unique", "rle", "reduce-by-key"];
 
-fn parse(args: &[String]) -> Result<Args, String> {
-    let mut it = args.iter();
-    let primitive = it
-        .next()
-        .ok_or_else(|| format!("bench: which primitive? {}", PRIMITIVES.join(", ")))?
-        .clone();
-    if !PRIMITIVES.contains(&primitive.as_str()) {
-        return Err(format!(
-            "bench: unknown primitive `{primitive}` ({})",
-            PRIMITIVES.join(", ")
-        ));
+/// `mgpu bench`'s help beyond the one-line summary.
+pub const LONG_ABOUT: &str = "\
+GPU benchmark against a device memcpy and CUB (when nvcc is present: DeviceReduce, DeviceScan,
+DeviceMergeSort and DeviceRadixSort, DeviceMerge).
+
+The compaction family (select, partition, unique, rle, reduce-by-key; i32, i64) runs selection
+rates 0..100% and mean run lengths 1..500, in and out of place, against CUB's DeviceSelect,
+DevicePartition, DeviceRunLengthEncode and DeviceReduce::ReduceByKey.";
+
+/// Every element type `--types` accepts (which of them a primitive supports is checked when it
+/// runs).
+const TYPES: &[&str] = &["i32", "i64", "u32", "u64", "f32", "f64", "u8", "u16"];
+
+/// `mgpu bench`'s command line.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// The primitive to measure
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(PRIMITIVES))]
+    primitive: String,
+    /// Sizes, log2 of the element count: A..B or one A (at most 32)
+    #[arg(long, value_name = "A..B", default_value = "16..28", value_parser = parse_sizes)]
+    sizes: std::ops::RangeInclusive<u32>,
+    /// Element types, comma-separated (default i32,i64,f32,f64; i32,i64 for the compaction
+    /// family); also u32, u64, and u8, u16 for reduce and scan (no CUB peer for those two)
+    #[arg(
+        long,
+        value_name = "TYPES",
+        value_delimiter = ',',
+        value_parser = clap::builder::PossibleValuesParser::new(TYPES),
+        hide_possible_values = true
+    )]
+    types: Vec<String>,
+    /// Timed runs per measurement, of which the median is reported (at least 10)
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    reps: usize,
+    /// Also write the results to FILE as CSV
+    #[arg(long, value_name = "FILE")]
+    csv: Option<String>,
+    /// Skip the CUB comparison (do not build the peer)
+    #[arg(long)]
+    no_peer: bool,
+    /// Deterministic (reduce-then-scan) scan
+    #[arg(long)]
+    deterministic: bool,
+    /// `square` adds x * x fused into the load (-sq, vs CUB's TransformReduce) and materialized
+    /// first (-sqmat)
+    #[arg(long, value_name = "FN")]
+    transform: Option<Transform>,
+    /// Run on views K elements into their buffers (@+K; K = 1: not 16-byte aligned)
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    offset: usize,
+}
+
+/// `--transform`'s functions.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Transform {
+    /// x * x
+    Square,
+}
+
+/// `--sizes A..B` (or `A`): log2 sizes, at most 32.
+fn parse_sizes(v: &str) -> Result<std::ops::RangeInclusive<u32>, String> {
+    let (lo, hi) = v.split_once("..").unwrap_or((v, v));
+    let p = |s: &str| {
+        s.parse::<u32>()
+            .map_err(|_| format!("bad sizes `{v}` (e.g. 16..28)"))
+    };
+    let sizes = p(lo)?..=p(hi)?;
+    if *sizes.end() > 32 {
+        return Err("sizes are log2 of the element count, at most 32".into());
     }
-    let compaction = COMPACTION.contains(&primitive.as_str());
-    let mut a = Args {
-        primitive,
-        sizes: 16..=28,
-        types: if compaction {
+    Ok(sizes)
+}
+
+impl From<BenchArgs> for Args {
+    fn from(b: BenchArgs) -> Args {
+        let compaction = COMPACTION.contains(&b.primitive.as_str());
+        let types = if !b.types.is_empty() {
+            b.types
+        } else if compaction {
             vec!["i32".into(), "i64".into()]
         } else {
             ["i32", "i64", "f32", "f64"].map(String::from).to_vec()
-        },
-        reps: 20,
-        csv: None,
-        peer: true,
-        deterministic: false,
-        transform: false,
-        offset: 0,
-    };
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("bench: {flag} needs a value"));
-        match flag.as_str() {
-            "--sizes" => {
-                let v = value()?;
-                let (lo, hi) = v.split_once("..").unwrap_or((v, v));
-                let p = |s: &str| {
-                    s.parse::<u32>()
-                        .map_err(|_| format!("bench: bad --sizes `{v}` (e.g. 16..28)"))
-                };
-                a.sizes = p(lo)?..=p(hi)?;
-                if *a.sizes.end() > 32 {
-                    return Err("bench: sizes are log2 of the element count, at most 32".into());
-                }
-            }
-            "--types" => a.types = value()?.split(',').map(String::from).collect(),
-            "--reps" => {
-                a.reps = value()?
-                    .parse()
-                    .map_err(|_| "bench: --reps needs a number")?;
-                a.reps = a.reps.max(10);
-            }
-            "--csv" => a.csv = Some(value()?.clone()),
-            "--no-peer" => a.peer = false,
-            "--deterministic" => a.deterministic = true,
-            "--transform" => match value()?.as_str() {
-                "square" => a.transform = true,
-                other => return Err(format!("bench: unknown --transform `{other}` (square)")),
-            },
-            "--offset" => {
-                a.offset = value()?
-                    .parse()
-                    .map_err(|_| "bench: --offset needs a number of elements")?
-            }
-            other => return Err(format!("bench: unknown flag `{other}`")),
+        };
+        Args {
+            primitive: b.primitive,
+            sizes: b.sizes,
+            types,
+            reps: b.reps.max(10),
+            csv: b.csv,
+            peer: !b.no_peer,
+            deterministic: b.deterministic,
+            transform: matches!(b.transform, Some(Transform::Square)),
+            offset: b.offset,
         }
     }
-    Ok(a)
 }
 
 /// Elements the bench fills with cheap pseudo-random values (never zeros).
@@ -462,8 +492,8 @@ pub(crate) fn print_row(r: &Row) {
     );
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let a = parse(args)?;
+pub fn run(args: BenchArgs) -> Result<(), String> {
+    let a = Args::from(args);
     let ctx = Context::new().map_err(|e| e.to_string())?;
     if !ctx.is_gpu() {
         eprintln!("warning: no GPU; timing the CPU backend (wall clock), no peer");

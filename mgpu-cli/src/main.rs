@@ -6,46 +6,54 @@ mod demo;
 mod occupancy;
 mod peers;
 
+use clap::builder::PossibleValuesParser;
+use clap::{CommandFactory, Parser, Subcommand};
 use mgpu::Context;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: mgpu <command> [args]
+/// Demos, benchmarks and device information for the mgpu primitives.
+#[derive(Parser)]
+#[command(
+    name = "mgpu",
+    version,
+    after_help = "environment: MGPU_BACKEND=cpu|cuda forces the backend; MGPU_CACHE_DIR sets the \
+                  kernel cache; MGPU_TUNING names a tuning file."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
 
-commands:
-  demo [NAME...]        run the seed demonstrations (all when no name): scan, max-reduce,
-                        sort-keys, sort-pairs
-  bench <reduce|scan|sort|merge|select|partition|unique|rle|reduce-by-key> [--sizes A..B] [--types i32,i64,f32,f64] [--reps N]
-        [--csv FILE] [--no-peer] [--deterministic] [--transform square] [--offset K]
-                        GPU benchmark against a device memcpy and CUB (when nvcc is present:
-                        DeviceReduce, DeviceScan, DeviceMergeSort and DeviceRadixSort, DeviceMerge);
-                        sizes are powers of two (default 16..28); types also u32, u64,
-                        and u8, u16 for reduce and scan (no CUB peer for those two);
-                        --transform square adds x * x fused into the load (-sq, vs CUB's
-                        TransformReduce) and materialized first (-sqmat); --offset K runs on
-                        views K elements into their buffers (@+K); the compaction family
-                        (i32, i64) runs selection rates 0..100% and mean run lengths 1..500,
-                        in and out of place, against CUB's DeviceSelect, DevicePartition,
-                        DeviceRunLengthEncode and DeviceReduce::ReduceByKey
-  occupancy [--arch N]  every kernel compiled for sm_N (default: the GPU's, else 90): registers,
-                        shared memory, local memory, and theoretical occupancy with its limiter
-  info                  the backend, the device, and the JIT cache
-
-environment: MGPU_BACKEND=cpu|cuda forces the backend; MGPU_CACHE_DIR sets the kernel cache;
-MGPU_TUNING names a tuning file.";
+#[derive(Subcommand)]
+enum Command {
+    /// Run the seed demonstrations (all when no name): scan, max-reduce, sort-keys, sort-pairs
+    Demo {
+        /// Demonstrations to run, in order (all when none is named)
+        #[arg(value_name = "NAME", value_parser = PossibleValuesParser::new(demo::DEMOS.iter().map(|d| d.0)))]
+        names: Vec<String>,
+    },
+    /// GPU benchmark of a primitive against a device memcpy and CUB (when nvcc is present)
+    #[command(long_about = bench::LONG_ABOUT)]
+    Bench(bench::BenchArgs),
+    /// Every kernel compiled for sm_N: registers, shared memory, local memory, and theoretical
+    /// occupancy with its limiter
+    Occupancy(occupancy::OccupancyArgs),
+    /// The backend, the device, and the JIT cache
+    Info,
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("demo") => run_demo(&args[1..]),
-        Some("bench") => bench::run(&args[1..]),
-        Some("info") => info(),
-        Some("occupancy") => occupancy::run(&args[1..]),
-        Some("-h" | "--help" | "help") | None => {
-            println!("{USAGE}");
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Demo { names }) => run_demo(&names),
+        Some(Command::Bench(args)) => bench::run(args),
+        Some(Command::Info) => info(),
+        Some(Command::Occupancy(args)) => occupancy::run(args),
+        None => {
+            // As before: `mgpu` alone prints the usage and succeeds.
+            let _ = Cli::command().print_help();
             Ok(())
         }
-        Some(other) => Err(format!("unknown command `{other}`\n\n{USAGE}")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

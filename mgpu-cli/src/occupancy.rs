@@ -105,24 +105,23 @@ fn family_rows<T: Element + mgpu::Arithmetic>(
     )
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let mut arch = None;
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        match flag.as_str() {
-            "--arch" => {
-                let v = it
-                    .next()
-                    .ok_or("occupancy: --arch needs a value, e.g. 90")?;
-                arch = Some(
-                    v.trim_start_matches("sm_")
-                        .parse::<u32>()
-                        .map_err(|_| format!("occupancy: bad --arch `{v}`"))?,
-                );
-            }
-            other => return Err(format!("occupancy: unknown flag `{other}`")),
-        }
-    }
+/// `mgpu occupancy`'s command line.
+#[derive(clap::Args)]
+pub struct OccupancyArgs {
+    /// Compile for sm_N, e.g. 90 or sm_90 (default: the GPU's, else 90)
+    #[arg(long, value_name = "N", value_parser = parse_arch)]
+    arch: Option<u32>,
+}
+
+/// `--arch 90` or `--arch sm_90`.
+fn parse_arch(v: &str) -> Result<u32, String> {
+    v.trim_start_matches("sm_")
+        .parse::<u32>()
+        .map_err(|_| format!("bad arch `{v}` (e.g. 90)"))
+}
+
+pub fn run(args: OccupancyArgs) -> Result<(), String> {
+    let arch = args.arch;
     // The present GPU's architecture, else sm_90 (compiling needs NVRTC, not a GPU).
     let gpu = Context::new().ok().filter(|c| c.arch().is_some());
     let arch = arch.unwrap_or_else(|| gpu.as_ref().and_then(|c| c.arch()).unwrap_or(90));
