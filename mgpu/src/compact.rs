@@ -78,6 +78,25 @@ struct Job<'a, K: Element, V: Element> {
     words: (&'static str, &'static str),
 }
 
+impl<'a, K: Element, V: Element> Job<'a, K, V> {
+    /// A job over `keys` that writes the kept keys (over `keys` unless `keys_out` is set) and
+    /// drops the rest; the caller's fields say otherwise.
+    fn new(name: &'static str, keys: Place<'a, K>) -> Self {
+        Job {
+            name,
+            keys,
+            values: None,
+            write_keys: true,
+            keys_out: None,
+            values_out: None,
+            keys_rejected: None,
+            values_rejected: None,
+            rejected: Rejected::Dropped,
+            words: ("keys", "values"),
+        }
+    }
+}
+
 fn too_short(name: &str, what: &str, len: usize, n: usize) -> crate::Error {
     crate::Error::InvalidArgument(format!(
         "{name}: {what} holds {len} elements but the input has {n}; it needs room for every \
@@ -459,17 +478,12 @@ impl Context {
         pred: &Predicate<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<T, T> {
-            name: "select_if",
-            keys: Place::In(crate::buffer::input(self, input, "the input")?),
-            values: None,
-            write_keys: true,
+        let job = Job {
             keys_out: Some(Place::Out(output_of(self, output, "the output")?)),
-            values_out: None,
-            keys_rejected: None,
-            values_rejected: None,
-            rejected: Rejected::Dropped,
-            words: ("keys", "values"),
+            ..Job::<T, T>::new(
+                "select_if",
+                Place::In(crate::buffer::input(self, input, "the input")?),
+            )
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }
@@ -492,17 +506,11 @@ impl Context {
         pred: &Predicate<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<T, T> {
-            name: "select_if_in_place",
-            keys: Place::InOut(output_of(self, data, "the data")?),
-            values: None,
-            write_keys: true,
-            keys_out: None,
-            values_out: None,
-            keys_rejected: None,
-            values_rejected: None,
-            rejected: Rejected::Dropped,
-            words: ("keys", "values"),
+        let job = Job {
+            ..Job::<T, T>::new(
+                "select_if_in_place",
+                Place::InOut(output_of(self, data, "the data")?),
+            )
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }
@@ -527,17 +535,15 @@ impl Context {
         output: &mut impl SliceMut<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<F, T> {
-            name: "select_flagged",
-            keys: Place::In(crate::buffer::input(self, flags, "the flags")?),
+        let job = Job {
             values: Some(Place::In(crate::buffer::input(self, input, "the input")?)),
             write_keys: false,
-            keys_out: None,
             values_out: Some(Place::Out(output_of(self, output, "the output")?)),
-            keys_rejected: None,
-            values_rejected: None,
-            rejected: Rejected::Dropped,
             words: ("flags", "items"),
+            ..Job::<F, T>::new(
+                "select_flagged",
+                Place::In(crate::buffer::input(self, flags, "the flags")?),
+            )
         };
         self.compact(job, KeyTest::Predicate(&Predicate::nonzero()), count)
     }
@@ -549,17 +555,14 @@ impl Context {
         flags: &impl Slice<F>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<F, T> {
-            name: "select_flagged_in_place",
-            keys: Place::In(crate::buffer::input(self, flags, "the flags")?),
+        let job = Job {
             values: Some(Place::InOut(output_of(self, data, "the data")?)),
             write_keys: false,
-            keys_out: None,
-            values_out: None,
-            keys_rejected: None,
-            values_rejected: None,
-            rejected: Rejected::Dropped,
             words: ("flags", "items"),
+            ..Job::<F, T>::new(
+                "select_flagged_in_place",
+                Place::In(crate::buffer::input(self, flags, "the flags")?),
+            )
         };
         self.compact(job, KeyTest::Predicate(&Predicate::nonzero()), count)
     }
@@ -585,17 +588,13 @@ impl Context {
         pred: &Predicate<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<T, T> {
-            name: "partition_if",
-            keys: Place::In(crate::buffer::input(self, input, "the input")?),
-            values: None,
-            write_keys: true,
+        let job = Job {
             keys_out: Some(Place::Out(output_of(self, output, "the output")?)),
-            values_out: None,
-            keys_rejected: None,
-            values_rejected: None,
             rejected: Rejected::Reversed,
-            words: ("keys", "values"),
+            ..Job::<T, T>::new(
+                "partition_if",
+                Place::In(crate::buffer::input(self, input, "the input")?),
+            )
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }
@@ -622,25 +621,22 @@ impl Context {
         pred: &Predicate<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<T, T> {
-            name: "partition_copy",
-            keys: Place::In(crate::buffer::input(self, input, "the input")?),
-            values: None,
-            write_keys: true,
+        let job = Job {
             keys_out: Some(Place::Out(output_of(
                 self,
                 selected,
                 "the selected output",
             )?)),
-            values_out: None,
             keys_rejected: Some(Place::Out(output_of(
                 self,
                 rejected,
                 "the rejected output",
             )?)),
-            values_rejected: None,
             rejected: Rejected::Separate,
-            words: ("keys", "values"),
+            ..Job::<T, T>::new(
+                "partition_copy",
+                Place::In(crate::buffer::input(self, input, "the input")?),
+            )
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }
@@ -654,21 +650,17 @@ impl Context {
         pred: &Predicate<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<T, T> {
-            name: "partition_copy_in_place",
-            keys: Place::InOut(output_of(self, data, "the data")?),
-            values: None,
-            write_keys: true,
-            keys_out: None,
-            values_out: None,
+        let job = Job {
             keys_rejected: Some(Place::Out(output_of(
                 self,
                 rejected,
                 "the rejected output",
             )?)),
-            values_rejected: None,
             rejected: Rejected::Separate,
-            words: ("keys", "values"),
+            ..Job::<T, T>::new(
+                "partition_copy_in_place",
+                Place::InOut(output_of(self, data, "the data")?),
+            )
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }
@@ -728,17 +720,12 @@ impl Context {
         equal: &Equality<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<T, T> {
-            name: "unique",
-            keys: Place::In(crate::buffer::input(self, input, "the input")?),
-            values: None,
-            write_keys: true,
+        let job = Job {
             keys_out: Some(Place::Out(output_of(self, output, "the output")?)),
-            values_out: None,
-            keys_rejected: None,
-            values_rejected: None,
-            rejected: Rejected::Dropped,
-            words: ("keys", "values"),
+            ..Job::<T, T>::new(
+                "unique",
+                Place::In(crate::buffer::input(self, input, "the input")?),
+            )
         };
         self.compact(job, KeyTest::Runs(equal), count)
     }
@@ -750,17 +737,11 @@ impl Context {
         equal: &Equality<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<T, T> {
-            name: "unique_in_place",
-            keys: Place::InOut(output_of(self, data, "the data")?),
-            values: None,
-            write_keys: true,
-            keys_out: None,
-            values_out: None,
-            keys_rejected: None,
-            values_rejected: None,
-            rejected: Rejected::Dropped,
-            words: ("keys", "values"),
+        let job = Job {
+            ..Job::<T, T>::new(
+                "unique_in_place",
+                Place::InOut(output_of(self, data, "the data")?),
+            )
         };
         self.compact(job, KeyTest::Runs(equal), count)
     }
@@ -786,21 +767,18 @@ impl Context {
         equal: &Equality<K>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<K, V> {
-            name: "unique_by_key",
-            keys: Place::In(crate::buffer::input(self, keys, "the keys")?),
+        let job = Job {
             values: Some(Place::In(crate::buffer::input(self, values, "the values")?)),
-            write_keys: true,
             keys_out: Some(Place::Out(output_of(self, keys_out, "the keys' output")?)),
             values_out: Some(Place::Out(output_of(
                 self,
                 values_out,
                 "the values' output",
             )?)),
-            keys_rejected: None,
-            values_rejected: None,
-            rejected: Rejected::Dropped,
-            words: ("keys", "values"),
+            ..Job::<K, V>::new(
+                "unique_by_key",
+                Place::In(crate::buffer::input(self, keys, "the keys")?),
+            )
         };
         self.compact(job, KeyTest::Runs(equal), count)
     }
@@ -813,17 +791,12 @@ impl Context {
         equal: &Equality<K>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job::<K, V> {
-            name: "unique_by_key_in_place",
-            keys: Place::InOut(output_of(self, keys, "the keys")?),
+        let job = Job {
             values: Some(Place::InOut(output_of(self, values, "the values")?)),
-            write_keys: true,
-            keys_out: None,
-            values_out: None,
-            keys_rejected: None,
-            values_rejected: None,
-            rejected: Rejected::Dropped,
-            words: ("keys", "values"),
+            ..Job::<K, V>::new(
+                "unique_by_key_in_place",
+                Place::InOut(output_of(self, keys, "the keys")?),
+            )
         };
         self.compact(job, KeyTest::Runs(equal), count)
     }
