@@ -3,6 +3,7 @@
 mod bench;
 mod bench_compact;
 mod demo;
+mod info;
 mod occupancy;
 mod peers;
 
@@ -47,7 +48,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Demo { names }) => run_demo(&names),
         Some(Command::Bench(args)) => bench::run(args),
-        Some(Command::Info) => info(),
+        Some(Command::Info) => info::run(),
         Some(Command::Occupancy(args)) => occupancy::run(args),
         None => {
             // As before: `mgpu` alone prints the usage and succeeds.
@@ -96,14 +97,5 @@ fn run_demo(names: &[String]) -> Result<(), String> {
         "kernels compiled: {} ({} ms), loaded from the disk cache: {}",
         s.compiles, s.compile_ms, s.disk_hits
     );
-    Ok(())
-}
-
-fn info() -> Result<(), String> {
-    let ctx = context()?;
-    println!("backend: {}", ctx.description());
-    println!("CUDA driver present: {}", mgpu::cuda::driver_available());
-    println!("NVRTC present: {}", mgpu::cuda::jit::nvrtc_available());
-    println!("kernel cache: {:?}", mgpu::cuda::jit::cache_dir());
     Ok(())
 }

@@ -82,3 +82,21 @@ fn bad_values_are_usage_errors() {
         assert!(stderr(&o).contains("Usage") || stderr(&o).contains("--help"));
     }
 }
+
+#[test]
+fn info_describes_the_cpu_backend() {
+    let o = mgpu(&["info"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for what in [
+        "backend: cpu",
+        "MGPU_BACKEND=cpu",
+        "rayon",
+        "NVRTC",
+        "CUDA driver",
+        "kernel cache",
+        "tuning: built-in tables",
+    ] {
+        assert!(out.contains(what), "no `{what}` in:\n{out}");
+    }
+}

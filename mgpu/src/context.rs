@@ -32,6 +32,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Context {
     pub(crate) backend: Backend,
+    /// Why [`Context::new`] chose the CPU although it looked for a GPU.
+    fallback: Option<Arc<str>>,
 }
 
 #[derive(Clone)]
@@ -47,33 +49,103 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
-    /// The GPU (device 0) when a CUDA driver and device are present, else the CPU.
-    /// `MGPU_BACKEND=cpu` or `MGPU_BACKEND=cuda` forces the choice; `cuda` without a GPU is an error.
+    /// The GPU (device 0) when it can be used, that is when a CUDA driver, a device and NVRTC
+    /// (to compile the kernels) are all found; else the CPU, and
+    /// [`fallback_reason`](Context::fallback_reason) says why (also logged once per process
+    /// through the `log` crate). `MGPU_BACKEND=cpu` or `MGPU_BACKEND=cuda` forces the choice;
+    /// `cuda` without a usable GPU is an error.
+    ///
+    /// ```
+    /// let ctx = mgpu::Context::new()?;
+    /// println!("running on {}", ctx.description());
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
     pub fn new() -> Result<Context> {
         match std::env::var("MGPU_BACKEND").as_deref() {
             Ok("cpu") => Ok(Context::cpu()),
             Ok("cuda") => Context::cuda(),
-            Ok("") | Err(_) => Ok(Context::cuda().unwrap_or_else(|_| Context::cpu())),
+            Ok("") | Err(_) => Ok(Context::cuda().unwrap_or_else(Context::fallback)),
             Ok(other) => invalid(format!("MGPU_BACKEND={other}: expected `cpu` or `cuda`")),
         }
     }
 
-    /// The CPU backend.
-    pub fn cpu() -> Context {
+    /// The CPU backend, chosen by [`new`](Context::new) because the GPU could not be used.
+    fn fallback(why: Error) -> Context {
+        let reason = why.to_string();
+        static LOGGED: std::sync::Once = std::sync::Once::new();
+        LOGGED.call_once(|| {
+            // No driver at all is the ordinary CPU-only machine; anything else is a GPU that
+            // was there but could not be used.
+            if crate::cuda::driver_available() {
+                log::warn!("mgpu: using the CPU backend: {reason}");
+            } else {
+                log::info!("mgpu: using the CPU backend: {reason}");
+            }
+        });
         Context {
             backend: Backend::Cpu,
+            fallback: Some(reason.into()),
         }
     }
 
-    /// CUDA device 0; [`Error::NoGpu`] when there is none.
+    /// Why [`Context::new`] chose the CPU although it looked for a GPU (no driver, no device, no
+    /// NVRTC, ...); None for a GPU context and for a CPU backend asked for by
+    /// [`Context::cpu`] or `MGPU_BACKEND=cpu`. Forks keep it.
+    ///
+    /// ```
+    /// let ctx = mgpu::Context::new()?;
+    /// if let Some(why) = ctx.fallback_reason() {
+    ///     eprintln!("on the CPU: {why}");
+    /// }
+    /// assert!(mgpu::Context::cpu().fallback_reason().is_none());
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+
+    /// The CPU backend.
+    ///
+    /// ```
+    /// let ctx = mgpu::Context::cpu();
+    /// assert!(!ctx.is_gpu());
+    /// ```
+    pub fn cpu() -> Context {
+        Context {
+            backend: Backend::Cpu,
+            fallback: None,
+        }
+    }
+
+    /// CUDA device 0; [`Error::NoGpu`] when there is none (no driver, no device, or a context
+    /// that cannot be created), [`Error::NoNvrtc`] when there is one but NVRTC cannot be found
+    /// to compile its kernels.
+    ///
+    /// ```
+    /// match mgpu::Context::cuda() {
+    ///     Ok(gpu) => println!("{}", gpu.description()),
+    ///     Err(e) => println!("no GPU: {e}"),
+    /// }
+    /// ```
     pub fn cuda() -> Result<Context> {
         Context::cuda_device(0)
     }
 
-    /// CUDA device `ordinal`.
+    /// CUDA device `ordinal`; errors as [`cuda`](Context::cuda).
     pub fn cuda_device(ordinal: usize) -> Result<Context> {
+        // Opens the driver where the search finds it (the loader path, or WSL's folder).
+        let _ = crate::cuda::discover::driver();
+        let gpu = Gpu::new(ordinal)?;
+        if !crate::cuda::jit::nvrtc_available() {
+            return Err(Error::NoNvrtc(format!(
+                "{} is present, but libnvrtc was {}",
+                gpu.name,
+                crate::cuda::discover::nvrtc()
+            )));
+        }
         Ok(Context {
-            backend: Backend::Cuda(Arc::new(Gpu::new(ordinal)?)),
+            backend: Backend::Cuda(Arc::new(gpu)),
+            fallback: None,
         })
     }
 
@@ -97,11 +169,12 @@ impl Context {
     /// ```
     pub fn fork(&self) -> Result<Context> {
         match &self.backend {
-            Backend::Cpu => Ok(Context::cpu()),
+            Backend::Cpu => Ok(self.clone()),
             Backend::Cuda(g) => {
                 let stream = g.stream.fork().map_err(driver("creating a stream"))?;
                 Ok(Context {
                     backend: Backend::Cuda(Arc::new(g.with_stream(stream))),
+                    fallback: None,
                 })
             }
         }
@@ -133,6 +206,7 @@ impl Context {
                 }
                 Ok(Context {
                     backend: Backend::Cuda(Arc::new(g.with_stream(stream))),
+                    fallback: None,
                 })
             }
         }
@@ -143,6 +217,7 @@ impl Context {
     pub fn from_cuda_stream(stream: Arc<CudaStream>) -> Result<Context> {
         Ok(Context {
             backend: Backend::Cuda(Arc::new(Gpu::on_stream(stream)?)),
+            fallback: None,
         })
     }
 
@@ -219,6 +294,21 @@ impl Context {
             Backend::Cpu => format!("cpu ({} threads)", rayon::current_num_threads()),
             Backend::Cuda(g) => format!("{} (sm_{}, {} SMs)", g.name, g.arch, g.sm_count),
         }
+    }
+
+    /// The GPU's name, compute capability, SMs, clocks, memory, bus width, L2 and ECC, from the
+    /// driver (None on the CPU).
+    ///
+    /// ```
+    /// let ctx = mgpu::Context::new()?;
+    /// match ctx.device_info() {
+    ///     Some(d) => println!("{}: {:.0} GB/s peak", d.name, d.peak_bandwidth_gbs()),
+    ///     None => println!("CPU backend"),
+    /// }
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn device_info(&self) -> Option<crate::cuda::DeviceInfo> {
+        self.gpu().map(|g| crate::cuda::device_info(g))
     }
 
     /// The GPU's architecture as `major * 10 + minor` (None on the CPU).
