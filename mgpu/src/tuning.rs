@@ -81,6 +81,8 @@ pub enum Family {
     /// Single-pass compaction (select, partition, unique) and reduce-by-key (size class: key +
     /// value size).
     Compact,
+    /// Segmented reduction over CSR segments and SpMV (size class: the value's size).
+    SegReduce,
 }
 
 impl Family {
@@ -92,6 +94,7 @@ impl Family {
             Family::SortKeys => "sort_keys",
             Family::SortPairs => "sort_pairs",
             Family::Compact => "compact",
+            Family::SegReduce => "segreduce",
         }
     }
     fn parse(s: &str) -> Option<Family> {
@@ -101,6 +104,7 @@ impl Family {
             "sort_keys" => Some(Family::SortKeys),
             "sort_pairs" => Some(Family::SortPairs),
             "compact" => Some(Family::Compact),
+            "segreduce" => Some(Family::SegReduce),
             _ => None,
         }
     }
@@ -188,6 +192,11 @@ const TABLE: &[Entry] = &[
     e(Family::Compact, 70, 4, 128, 15, 4),
     e(Family::Compact, 70, 8, 128, 11, 4),
     e(Family::Compact, 70, 16, 128, 7, 4),
+    // Segmented reduction: a tile holds its values, a segment index per position and a chunk of
+    // offsets in shared memory (4-byte offsets: 12 bytes per item for 4-byte values).
+    e(Family::SegReduce, 70, 4, 128, 15, 4),
+    e(Family::SegReduce, 70, 8, 128, 11, 4),
+    e(Family::SegReduce, 70, 16, 128, 7, 4),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
     // (median of 10-15; 2^28 i32 in ms, memcpy of the same bytes 0.718 ms):
     //   256x15x2 1.03 | 256x23x1 0.95 | 256x31x1 0.96 | 128x15x4 1.14 | 128x31x4 0.94

@@ -420,3 +420,77 @@ fn compaction_kernels_compile_without_spills() {
     lines.extend(check_compact::<u16, Tagged>(&tagged_op()));
     eprintln!("{}", lines.join("\n"));
 }
+
+/// The segmented-reduction module for values `T` and offsets `O`: values (plain and mapped),
+/// SpMV unary and binary, direct and indirect, 32-bit and 64-bit counts.
+fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>) -> Vec<String> {
+    use jit::{SegItems, SegReduceSpec};
+    let mut lines = Vec::new();
+    let mut kinds = vec![SegItems::Values];
+    if mul.is_some() {
+        kinds.extend([SegItems::SpmvUnary, SegItems::SpmvBinary]);
+    }
+    for items in kinds {
+        for indirect in [false, true] {
+            for wide_count in [false, true] {
+                let spec = SegReduceSpec {
+                    items,
+                    indirect,
+                    wide_offsets: std::mem::size_of::<O>() == 8,
+                    wide_count,
+                };
+                let tuning =
+                    mgpu::segreduce::tuning_for::<T, O>(Some(ARCH), items, indirect).unwrap();
+                let mul = (items == SegItems::SpmvBinary).then_some(mul).flatten();
+                let src = jit::segreduce_source::<T>(&spec, &Load::plain::<T>(), op, mul, &tuning);
+                let what = format!("{spec:?}");
+                let c = jit::compile_uncached(Module::SegReduce.name(), &src, ARCH)
+                    .unwrap_or_else(|e| panic!("{} {what}: {e}", T::CUDA_TYPE));
+                if no_report(&c) {
+                    continue;
+                }
+                for k in Module::SegReduce.kernels() {
+                    let r = c.reports.iter().find(|r| r.name == *k).unwrap_or_else(|| {
+                        panic!("no ptxas report for {k}: {:?}\nlog:\n{}", c.reports, c.log)
+                    });
+                    let line = format!(
+                        "{:<18} {:<18} {:>4}x{:<2} {:<24} regs {:>3} smem {:>6} stack {} spills {}/{} {what}",
+                        T::CUDA_TYPE, O::CUDA_TYPE, tuning.nt, tuning.vt, k,
+                        r.registers, r.shared_bytes, r.stack_frame, r.spill_stores, r.spill_loads
+                    );
+                    assert!(r.clean(), "local memory used: {line}");
+                    lines.push(line);
+                }
+            }
+        }
+    }
+    lines
+}
+
+#[test]
+fn segreduce_kernels_compile_without_spills() {
+    if !nvrtc() {
+        return;
+    }
+    let mut lines = Vec::new();
+    lines.extend(check_segreduce::<i32, u32>(
+        &Op::plus(),
+        Some(&Op::multiplies()),
+    ));
+    lines.extend(check_segreduce::<f32, u32>(
+        &Op::plus(),
+        Some(&Op::multiplies()),
+    ));
+    lines.extend(check_segreduce::<f64, u32>(
+        &Op::plus(),
+        Some(&Op::multiplies()),
+    ));
+    lines.extend(check_segreduce::<f32, u64>(
+        &Op::plus(),
+        Some(&Op::multiplies()),
+    ));
+    lines.extend(check_segreduce::<i64, u64>(&Op::maximum(), None));
+    lines.extend(check_segreduce::<u8, u32>(&Op::plus(), None));
+    lines.extend(check_segreduce::<Affine, u32>(&affine_op(), None));
+    eprintln!("{}", lines.join("\n"));
+}

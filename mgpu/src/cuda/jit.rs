@@ -22,6 +22,8 @@ const KERNEL_TRANSFORM: &str = include_str!("kernels/kernel_transform.cu");
 const CTA_MERGE: &str = include_str!("kernels/cta_merge.cuh");
 const KERNEL_MERGESORT: &str = include_str!("kernels/kernel_mergesort.cu");
 const KERNEL_COMPACT: &str = include_str!("kernels/kernel_compact.cu");
+const SEGSCAN: &str = include_str!("kernels/segscan.cuh");
+const KERNEL_SEGREDUCE: &str = include_str!("kernels/kernel_segreduce.cu");
 
 /// A kernel family's module: which source files it is made of and which kernels it exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,6 +43,9 @@ pub enum Module {
     ReduceByKey,
     /// `mgpu_non_trivial_runs`.
     NonTrivialRuns,
+    /// `mgpu_segreduce`, `mgpu_segreduce_partition`, `mgpu_segreduce_validate`: segmented
+    /// reduction over CSR segments (and SpMV).
+    SegReduce,
 }
 
 impl Module {
@@ -63,7 +68,17 @@ impl Module {
                 CTA_REDUCE,
                 CTA_SCAN,
                 LOOKBACK,
+                SEGSCAN,
                 KERNEL_COMPACT,
+            ],
+            Module::SegReduce => &[
+                INTRINSICS,
+                LOADSTORE,
+                CTA_REDUCE,
+                CTA_SCAN,
+                LOOKBACK,
+                SEGSCAN,
+                KERNEL_SEGREDUCE,
             ],
         }
     }
@@ -84,6 +99,11 @@ impl Module {
             Module::Compact => &["mgpu_compact"],
             Module::ReduceByKey => &["mgpu_reduce_by_key"],
             Module::NonTrivialRuns => &["mgpu_non_trivial_runs"],
+            Module::SegReduce => &[
+                "mgpu_segreduce",
+                "mgpu_segreduce_partition",
+                "mgpu_segreduce_validate",
+            ],
         }
     }
     /// The module's name in reports.
@@ -96,6 +116,7 @@ impl Module {
             Module::Compact => "compact",
             Module::ReduceByKey => "reduce_by_key",
             Module::NonTrivialRuns => "non_trivial_runs",
+            Module::SegReduce => "segreduce",
         }
     }
 }
@@ -442,6 +463,89 @@ pub fn compact_source<K: Element, V: Element>(
     s
 }
 
+/// Where a segmented reduction's items come from (kernel_segreduce.cu's `MGPU_SPMV`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SegItems {
+    /// The values themselves (plain, mapped or counting).
+    Values = 0,
+    /// `vec[cols[m]]`: unary SpMV.
+    SpmvUnary = 1,
+    /// `mul(matrix[m], vec[cols[m]])`: binary SpMV.
+    SpmvBinary = 2,
+}
+
+/// The configuration of a segmented-reduction module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SegReduceSpec {
+    /// What is reduced.
+    pub items: SegItems,
+    /// Segment i's items start at `sources[i]` (indirect CSR).
+    pub indirect: bool,
+    /// 64-bit offsets (else 32-bit).
+    pub wide_offsets: bool,
+    /// 64-bit counts in the look-back pair (inputs of 2^32 items or more).
+    pub wide_count: bool,
+}
+
+/// The segmented-reduction module's source for values `T` read as `load` says, reduced by `op`
+/// (SpMV binary: products by `mul`).
+pub fn segreduce_source<T: Element>(
+    spec: &SegReduceSpec,
+    load: &Load,
+    op: &Op<T>,
+    mul: Option<&Op<T>>,
+    tuning: &Tuning,
+) -> String {
+    let count_size = if spec.wide_count { 8 } else { 4 };
+    let pair = crate::cuda::compact::pair_size(
+        count_size,
+        std::mem::size_of::<T>(),
+        std::mem::align_of::<T>(),
+    );
+    let mut s = String::with_capacity(32 * 1024);
+    s.push_str(&tuning_defines(Module::SegReduce, tuning));
+    s.push_str(&format!(
+        "#define MGPU_STATUS_SLOT {}\n#define MGPU_VALUE_RECORD {}\n#define MGPU_SPMV {}\n\
+         #define MGPU_INDIRECT {}\n",
+        crate::cuda::scan::STATUS_SLOT,
+        crate::cuda::scan::value_record(pair),
+        spec.items as u32,
+        spec.indirect as u32,
+    ));
+    s.push_str(T::CUDA_DECLARATION);
+    s.push('\n');
+    s.push_str(&element_typedef::<T>("T"));
+    s.push_str(&load.source::<T>());
+    s.push_str(if spec.wide_offsets {
+        "typedef unsigned long long O;\n"
+    } else {
+        "typedef unsigned O;\n"
+    });
+    s.push_str(if spec.wide_count {
+        "typedef unsigned long long C;\n"
+    } else {
+        "typedef unsigned C;\n"
+    });
+    for (name, f) in [("Op", Some(op)), ("Mul", mul)] {
+        if let Some(f) = f {
+            // Helpers shared by both operators are declared once.
+            if name == "Op" || f.cuda_helpers() != op.cuda_helpers() {
+                s.push_str(f.cuda_helpers());
+            }
+            s.push_str(&format!(
+                "\nstruct {name} {{\n  __device__ __forceinline__ T operator()(const T& a, const T& b) const {{\n    \
+                 return ({});\n  }}\n}};\n",
+                f.cuda_expression()
+            ));
+        }
+    }
+    for part in Module::SegReduce.sources() {
+        s.push_str(part);
+        s.push('\n');
+    }
+    s
+}
+
 /// What ptxas reported for one kernel.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KernelReport {
@@ -501,18 +605,21 @@ pub fn stats() -> JitStats {
     }
 }
 
-/// Whether NVRTC can be loaded (without it nothing can be compiled).
+/// Whether NVRTC can be loaded (without it nothing can be compiled). The first call searches the
+/// usual places ([`discover::nvrtc`](super::discover::nvrtc)) and opens what it finds, so that
+/// cudarc then uses it.
 pub fn nvrtc_available() -> bool {
     // SAFETY: only probes whether the shared library can be opened; cudarc panics on first use
     // otherwise, so this must come first.
-    unsafe { nvrtc_sys::is_culib_present() }
+    super::discover::nvrtc().found.is_some() && unsafe { nvrtc_sys::is_culib_present() }
 }
 
-fn nvrtc_version() -> Result<(i32, i32)> {
+/// NVRTC's version as (major, minor); [`Error::NoNvrtc`] when it cannot be loaded.
+pub fn nvrtc_version() -> Result<(i32, i32)> {
     static V: OnceLock<std::result::Result<(i32, i32), String>> = OnceLock::new();
     V.get_or_init(|| {
         if !nvrtc_available() {
-            return Err("libnvrtc could not be loaded".into());
+            return Err(format!("libnvrtc {}", super::discover::nvrtc()));
         }
         let (mut major, mut minor) = (0, 0);
         // SAFETY: plain out-parameters; the library is present (checked above).

@@ -2,11 +2,13 @@
 //! All `unsafe` of the crate lives under this module, each block with its `SAFETY:` comment.
 
 pub(crate) mod compact;
+pub mod discover;
 pub mod jit;
 pub(crate) mod memory;
 pub mod occupancy;
 pub(crate) mod reduce;
 pub(crate) mod scan;
+pub(crate) mod segreduce;
 pub(crate) mod sort;
 pub(crate) mod transform;
 
@@ -272,6 +274,30 @@ impl Gpu {
         })
     }
 
+    /// The segmented-reduction module for values `T` (SpMV: products by `mul`).
+    pub fn segreduce_module<T: Element>(
+        &self,
+        spec: &jit::SegReduceSpec,
+        load: &jit::Load,
+        op: &Op<T>,
+        mul: Option<&Op<T>>,
+        tuning: &Tuning,
+    ) -> Result<Arc<LoadedModule>> {
+        let key = format!(
+            "segreduce|{}|{}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            T::CUDA_TYPE,
+            T::CUDA_DECLARATION,
+            spec,
+            load,
+            (op.cuda_expression(), op.cuda_helpers()),
+            mul.map(|m| (m.cuda_expression(), m.cuda_helpers())),
+            tuning
+        );
+        self.load(key, jit::Module::SegReduce, tuning, || {
+            jit::segreduce_source::<T>(spec, load, op, mul, tuning)
+        })
+    }
+
     /// A module from memory, else from the disk cache, else compiled from `source()`.
     fn load(
         &self,
@@ -377,5 +403,60 @@ impl<T: DeviceRepr> PushArg for T {
     fn push<'a>(&'a self, b: &mut cudarc::driver::LaunchArgs<'a>) {
         use cudarc::driver::PushKernelArg;
         b.arg(self);
+    }
+}
+
+/// What the seed's benchmarks print about a GPU, from the driver's device attributes
+/// ([`Context::device_info`](crate::Context::device_info)). An attribute the driver does not
+/// report reads as 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceInfo {
+    /// The CUDA device ordinal.
+    pub ordinal: usize,
+    /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Compute capability (major, minor), e.g. (9, 0).
+    pub compute_capability: (u32, u32),
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// Peak SM clock in MHz.
+    pub sm_clock_mhz: f64,
+    /// Peak memory clock in MHz.
+    pub memory_clock_mhz: f64,
+    /// Global memory bus width in bits.
+    pub bus_width_bits: u32,
+    /// Device memory in bytes.
+    pub memory_total: u64,
+    /// Device memory free now, in bytes.
+    pub memory_free: u64,
+    /// L2 cache in bytes.
+    pub l2_bytes: u64,
+    /// Whether ECC is enabled.
+    pub ecc: bool,
+}
+
+impl DeviceInfo {
+    /// Peak DRAM bandwidth in GB/s: 2 (double data rate) x memory clock x bus width / 8.
+    pub fn peak_bandwidth_gbs(&self) -> f64 {
+        2.0 * self.memory_clock_mhz * 1e6 * self.bus_width_bits as f64 / 8.0 / 1e9
+    }
+}
+
+pub(crate) fn device_info(gpu: &Gpu) -> DeviceInfo {
+    use sys::CUdevice_attribute as A;
+    let attr = |a| gpu.ctx.attribute(a).map(|v| v.max(0) as u32).unwrap_or(0);
+    let (memory_free, memory_total) = gpu.ctx.mem_get_info().unwrap_or((0, 0));
+    DeviceInfo {
+        ordinal: gpu.ctx.ordinal(),
+        name: gpu.name.clone(),
+        compute_capability: (gpu.arch / 10, gpu.arch % 10),
+        sm_count: gpu.sm_count,
+        sm_clock_mhz: attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE) as f64 / 1e3,
+        memory_clock_mhz: attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE) as f64 / 1e3,
+        bus_width_bits: attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+        memory_total: memory_total as u64,
+        memory_free: memory_free as u64,
+        l2_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE) as u64,
+        ecc: attr(A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED) != 0,
     }
 }

@@ -41,31 +41,6 @@ struct CompactStorage {
   i64 tile_id;
 };
 
-// Global -> shared for a plain array of any type: the tile of `n` elements at `src` in strided
-// order (the values of unique_by_key, select_flagged and reduce-by-key). The same cp.async loop
-// as load_tile_to_shared_async's, which keeps its own: routed through one shared function, the i8
-// look-back scan spilled 8 bytes (NVRTC 13.5).
-template <typename X>
-__device__ __forceinline__ void load_plain_to_shared(const X* src, int n, X* shared, int tid) {
-  constexpr int VEC = (16 % sizeof(X) == 0) ? 16 / (int)sizeof(X) : 1;
-  if (VEC > 1 && n == MGPU_NV && ((size_t)src & 15) == 0) {
-    constexpr int CHUNKS = MGPU_NV / VEC;
-#pragma unroll
-    for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
-      int c = i * MGPU_NT + tid;
-      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
-        cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
-    }
-    cp_async_wait_all();
-    return;
-  }
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) {
-    int j = i * MGPU_NT + tid;
-    if (j < n) shared[j] = src[j];
-  }
-}
-
 // Writes the tile's staged items: the first `kept` of `staged` to `out + prefix`, the rest (the
 // rejected, in input order) where MGPU_REJECTED puts them. `rejected_before`: the rejected items of
 // all earlier tiles.
@@ -183,21 +158,11 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 
 #if MGPU_REDUCE_BY_KEY && !MGPU_NON_TRIVIAL_RUNS
 // Reduce-by-key: runs of keys equal under Eq, the values of each run reduced by Op in order (the
-// operator need not commute). Tiles publish a (runs, value) pair: the number of runs that start in
-// the tile and the reduction of the values since the last start. Combining pairs is a segmented
-// scan, associative whatever Op is: (a, b) -> (a.runs + b.runs, b.runs ? b.value : a.value op
-// b.value). A run's key is written where it starts; its reduction where the next run starts (or
+// operator need not commute). Tiles publish a (runs, value) pair of segscan.cuh: the number of
+// runs that start in the tile and the reduction of the values since the last start. A run's key is written where it starts; its reduction where the next run starts (or
 // by the tile holding the last item), into the output slot of the run before.
-struct RunPair {
-  C runs;
-  V value;
-};
-
-struct RunPlus {
-  __device__ __forceinline__ RunPair operator()(const RunPair& a, const RunPair& b) const {
-    return RunPair{a.runs + b.runs, b.runs ? b.value : Op()(a.value, b.value)};
-  }
-};
+typedef RunPairOf<C, V> RunPair;
+typedef RunPlusOf<C, V, Op> RunPlus;
 
 struct RunStorage {
   // The tile as loaded; then the staged first keys of the runs that start in the tile, and the
@@ -309,10 +274,24 @@ struct StartPlus {
   }
 };
 
-struct NonTrivialStorage {
+// The tile's keys as loaded; once every thread has read them, the tile's outputs staged for
+// coalesced stores: the offsets of the runs counted in the tile and the lengths of the counted
+// runs that end in it (each needs two of the tile's items but the first and last, so neither
+// exceeds NV / 2 + 1).
+union NonTrivialStaging {
   __align__(16) T keys[MGPU_NV];
+  struct {
+    V offsets[MGPU_NV / 2 + 1];
+    V lengths[MGPU_NV / 2 + 1];
+  } out;
+};
+
+struct NonTrivialStorage {
+  NonTrivialStaging tile;
   CtaScanStorageOf<StartPair> scan;
   StartPair tile_prefix;
+  int open_at_start;  // the tile's first item continues a run (counted: it spans two items)
+  int open_at_end;    // the tile's last item does not end its run
   i64 tile_id;
 };
 
@@ -329,7 +308,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
-    load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.keys, tid);
+    load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.tile.keys, tid);
     // The keys on both sides of the tile decide whether its first key starts a run and whether
     // its last key ends one.
     T before = tid == 0 && base > 0 ? keys[base - 1] : T();
@@ -341,12 +320,12 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     // starts: bit i when item i starts a run; ends: when it is a run's last item.
     unsigned starts = 0, ends = 0, counted = 0;
     StartPair thread_total = none;
-    T prev = tid > 0 ? storage.keys[first - 1] : before;
+    T prev = tid > 0 ? storage.tile.keys[first - 1] : before;
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
       if (first + i < n) {
-        T k = storage.keys[first + i];
-        T next = first + i + 1 < n ? storage.keys[first + i + 1] : after;
+        T k = storage.tile.keys[first + i];
+        T next = first + i + 1 < n ? storage.tile.keys[first + i + 1] : after;
         bool start = (base + first + i == 0) || !Eq()(prev, k);
         bool last = base + first + i + 1 == count || !Eq()(k, next);
         if (start) starts |= 1u << i;
@@ -354,9 +333,12 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
         if (start && !last) counted |= 1u << i;
         thread_total = StartPlus()(
             thread_total, StartPair{(C)(start && !last), (C)(start ? base + first + i : 0)});
+        if (first + i == 0) storage.open_at_start = !start;
+        if (first + i == n - 1) storage.open_at_end = !last;
         prev = k;
       }
     }
+    // The scan's barriers follow every thread's reads of the keys: the staging may reuse them.
     StartPair tile_total;
     StartPair thread_prefix = cta_scan_exclusive(thread_total, StartPlus(), none, tile_total,
                                                  storage.scan);
@@ -365,15 +347,28 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       if (tid == 0) storage.tile_prefix = prefix;
     }
     __syncthreads();
-    StartPair x = StartPlus()(storage.tile_prefix, thread_prefix);
+    StartPair prefix = storage.tile_prefix;
+    // Lengths are staged from the run that is open at the tile's start, if any.
+    C first_length = prefix.runs - (C)storage.open_at_start;
+    StartPair x = StartPlus()(prefix, thread_prefix);
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
       u64 at = base + first + i;
       bool start = (starts >> i) & 1u, last = (ends >> i) & 1u;
       if (start) x.start = (C)at;
-      if ((counted >> i) & 1u) offsets_out[x.runs++] = (V)at;
-      if (last && !start && first + i < n) lengths_out[x.runs - 1] = (V)(at + 1 - x.start);
+      if ((counted >> i) & 1u) storage.tile.out.offsets[x.runs++ - prefix.runs] = (V)at;
+      if (last && !start && first + i < n)
+        storage.tile.out.lengths[x.runs - 1 - first_length] = (V)(at + 1 - x.start);
       if (at + 1 == count) *count_out = (u64)x.runs;
+    }
+    __syncthreads();
+    int num_offsets = (int)tile_total.runs;
+    int num_lengths = num_offsets + storage.open_at_start - storage.open_at_end;
+#pragma unroll
+    for (int i = 0; i < (MGPU_NV / 2 + MGPU_NT) / MGPU_NT; ++i) {
+      int j = i * MGPU_NT + tid;
+      if (j < num_offsets) offsets_out[(u64)prefix.runs + j] = storage.tile.out.offsets[j];
+      if (j < num_lengths) lengths_out[(u64)first_length + j] = storage.tile.out.lengths[j];
     }
     if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
     __syncthreads();

@@ -147,3 +147,28 @@ __device__ __forceinline__ void store_tile_from_shared(const T* shared, int coun
     }
   }
 }
+
+// Global -> shared for a plain array of any type: the tile of `n` elements at `src` in strided
+// order (a compaction's values, a sparse matrix's values and columns). The same cp.async loop
+// as load_tile_to_shared_async's, which keeps its own: routed through one shared function, the i8
+// look-back scan spilled 8 bytes (NVRTC 13.5).
+template <typename X>
+__device__ __forceinline__ void load_plain_to_shared(const X* src, int n, X* shared, int tid) {
+  constexpr int VEC = (16 % sizeof(X) == 0) ? 16 / (int)sizeof(X) : 1;
+  if (VEC > 1 && n == MGPU_NV && ((size_t)src & 15) == 0) {
+    constexpr int CHUNKS = MGPU_NV / VEC;
+#pragma unroll
+    for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
+      int c = i * MGPU_NT + tid;
+      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
+        cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
+    }
+    cp_async_wait_all();
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int j = i * MGPU_NT + tid;
+    if (j < n) shared[j] = src[j];
+  }
+}

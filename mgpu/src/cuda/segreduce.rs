@@ -1,0 +1,225 @@
+//! Host side of the segmented reductions (kernel_segreduce.cu): validation of the segment
+//! descriptors (one small read-back), the tile partition, and the single-pass reduction on the
+//! look-back machinery the scan uses.
+
+use super::jit::{Load, Module, SegItems, SegReduceSpec};
+use super::memory::DeviceMem;
+use super::scan::{value_record, with_lookback};
+use super::{launch, ByValue, Gpu};
+use crate::error::Result;
+use crate::tuning::Tuning;
+use crate::{Element, Op};
+use cudarc::driver::sys::CUdeviceptr;
+use std::sync::Arc;
+
+/// A CSR geometry on the device: segment start offsets (of 4 or 8 bytes) over `count` positions.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Geometry {
+    pub offsets: CUdeviceptr,
+    pub num_segments: u64,
+    pub count: u64,
+    pub wide_offsets: bool,
+    /// Indirect CSR: where each segment's items start (same type as the offsets); 0 if direct.
+    pub sources: CUdeviceptr,
+}
+
+/// What a reduction reads besides the geometry: the values (`input`, loaded as `load` says), or
+/// for SpMV the matrix values, the column indices and the vector.
+#[derive(Clone, Copy)]
+pub(crate) struct Items<'a> {
+    pub kind: SegItems,
+    pub input: u64,
+    pub load: &'a Load,
+    pub matrix: CUdeviceptr,
+    pub cols: CUdeviceptr,
+    pub vec: CUdeviceptr,
+}
+
+/// What validation checks besides the offsets (0 / none where absent).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Checks {
+    /// Segments must be non-empty (offsets increasing, the last one below `count`).
+    pub strict: bool,
+    /// The length of the data `sources` index into.
+    pub data_len: u64,
+    pub cols: CUdeviceptr,
+    pub num_cols: u64,
+    pub vec_len: u64,
+}
+
+/// The first bad index found by each check (`None`: the check passed): offsets, sources, columns.
+pub(crate) type Bad = [Option<u64>; 3];
+
+fn spec(geometry: &Geometry, kind: SegItems) -> SegReduceSpec {
+    SegReduceSpec {
+        items: kind,
+        indirect: geometry.sources != 0,
+        wide_offsets: geometry.wide_offsets,
+        wide_count: geometry.count > u32::MAX as u64,
+    }
+}
+
+/// The module's helper kernels do not depend on the value type or operator: they are compiled
+/// with `T = unsigned` and `plus`, once per offset width and tuning.
+fn helper_module(
+    gpu: &Gpu,
+    geometry: &Geometry,
+    tuning: &Tuning,
+) -> Result<Arc<super::LoadedModule>> {
+    let spec = SegReduceSpec {
+        items: SegItems::Values,
+        indirect: false,
+        wide_offsets: geometry.wide_offsets,
+        wide_count: false,
+    };
+    gpu.segreduce_module::<u32>(&spec, &Load::plain::<u32>(), &Op::plus(), None, tuning)
+}
+
+/// Checks the geometry (and sources, columns) on the GPU; waits for the one small read-back.
+pub(crate) fn validate(
+    gpu: &Arc<Gpu>,
+    geometry: &Geometry,
+    checks: &Checks,
+    tuning: &Tuning,
+) -> Result<Bad> {
+    let work = geometry.num_segments.max(checks.num_cols);
+    if work == 0 {
+        return Ok([None; 3]);
+    }
+    let module = helper_module(gpu, geometry, tuning)?;
+    let (f, _) = module.function(Module::SegReduce.kernels()[2]);
+    let bad = DeviceMem::alloc(gpu, 24)?;
+    gpu.upload(bad.ptr, &[u64::MAX; 3])?;
+    let block = 256u32;
+    let grid = work.div_ceil(block as u64).min(gpu.sm_count as u64 * 8) as u32;
+    let strict = checks.strict as i32;
+    launch(
+        gpu,
+        f,
+        grid,
+        block,
+        &[
+            &geometry.offsets,
+            &geometry.num_segments,
+            &geometry.count,
+            &strict,
+            &geometry.sources,
+            &checks.data_len,
+            &checks.cols,
+            &checks.num_cols,
+            &checks.vec_len,
+            &bad.ptr,
+        ],
+    )?;
+    let mut out = [0u64; 3];
+    gpu.download(bad.ptr, &mut out)?;
+    Ok(out.map(|i| (i != u64::MAX).then_some(i)))
+}
+
+/// The tile limits of the geometry for tiles of `tuning.nv()` positions (num_tiles + 1 offsets
+/// of the geometry's type), or `None` when there are no positions.
+pub(crate) fn partition(
+    gpu: &Arc<Gpu>,
+    geometry: &Geometry,
+    tuning: &Tuning,
+) -> Result<Option<DeviceMem>> {
+    if geometry.count == 0 {
+        return Ok(None);
+    }
+    let module = helper_module(gpu, geometry, tuning)?;
+    let (f, _) = module.function(Module::SegReduce.kernels()[1]);
+    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+    let width = if geometry.wide_offsets { 8 } else { 4 };
+    let limits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * width)?;
+    let block = 256u32;
+    let grid = (num_tiles + 1).div_ceil(block as u64) as u32;
+    launch(
+        gpu,
+        f,
+        grid,
+        block,
+        &[
+            &geometry.offsets,
+            &geometry.num_segments,
+            &geometry.count,
+            &num_tiles,
+            &limits.ptr,
+        ],
+    )?;
+    Ok(Some(limits))
+}
+
+/// The segmented reduction of a validated geometry with its tile `limits` (from [`partition`]
+/// with the same tuning): one result per segment to `dest`, the identity for empty segments.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn reduce<T: Element>(
+    gpu: &Arc<Gpu>,
+    geometry: &Geometry,
+    limits: Option<&DeviceMem>,
+    items: Items<'_>,
+    dest: CUdeviceptr,
+    op: &Op<T>,
+    mul: Option<&Op<T>>,
+    tuning: &Tuning,
+) -> Result<()> {
+    let Some(limits) = limits else {
+        // No positions: every segment is empty.
+        return fill(gpu, dest, geometry.num_segments, op.identity());
+    };
+    let spec = spec(geometry, items.kind);
+    let module = gpu.segreduce_module::<T>(&spec, items.load, op, mul, tuning)?;
+    let (f, resident) = module.function(Module::SegReduce.kernels()[0]);
+    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+    let grid = num_tiles.min((gpu.sm_count * resident) as u64);
+    let count_size = if spec.wide_count { 8 } else { 4 };
+    let pair = super::compact::pair_size(
+        count_size,
+        std::mem::size_of::<T>(),
+        std::mem::align_of::<T>(),
+    );
+    let identity = ByValue(op.identity());
+    with_lookback(
+        gpu,
+        num_tiles,
+        grid,
+        value_record(pair),
+        |tickets, first_ticket, status| {
+            launch(
+                gpu,
+                f,
+                grid as u32,
+                tuning.nt,
+                &[
+                    &items.input,
+                    &items.matrix,
+                    &items.cols,
+                    &items.vec,
+                    &geometry.offsets,
+                    &geometry.sources,
+                    &limits.ptr,
+                    &geometry.num_segments,
+                    &geometry.count,
+                    &dest,
+                    &identity,
+                    &tickets,
+                    &first_ticket,
+                    &status,
+                ],
+            )
+        },
+    )
+}
+
+/// `len` copies of `value` at `dest` (the empty segments of an input without positions: a rare
+/// case, served by an upload).
+fn fill<T: Element>(gpu: &Arc<Gpu>, dest: CUdeviceptr, len: u64, value: T) -> Result<()> {
+    const CHUNK: u64 = 1 << 20;
+    let chunk = vec![value; len.min(CHUNK) as usize];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(CHUNK) as usize;
+        gpu.upload(dest + done * std::mem::size_of::<T>() as u64, &chunk[..n])?;
+        done += n as u64;
+    }
+    Ok(())
+}
