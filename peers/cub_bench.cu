@@ -1,6 +1,7 @@
 // cub_bench: the NVIDIA CUB peer harness for `mgpu bench`.
 //
-// Build:  nvcc -O3 -std=c++17 -arch=sm_90 -o cub_bench cub_bench.cu
+// Build:  nvcc -O3 -std=c++17 -arch=sm_90 -o cub_bench cub_bench.cu -lcusparse
+//         (or add -DCUB_BENCH_NO_CUSPARSE and drop -lcusparse: no spmv)
 // Usage:  cub_bench <algo> <type> <n> [reps] [param]
 //
 // Prints exactly one line on stdout:
@@ -24,6 +25,12 @@
 //     default 500). A run starts at i > 0 iff rand_bits(3, i) % L == 0; the key
 //     at i is the number of run starts in 1..=i, converted to the key type.
 //     reduce-by-key sums the values v_i = rand_bits(2, i) & 0xff.
+//   segreduce: the segment-length distribution, a word (default fixed-500):
+//     fixed-L uniform-M powerlaw one empty-M; it sums the same values v_i.
+//   spmv: the matrix, a word (default random-32): random-M powerlaw stencil2d
+//     stencil3d, with about n nonzeros. segreduce and spmv add geom=<16 hex
+//     digits> to the result line: a checksum of the generated geometry (see
+//     "Segmented reduction and SpMV" below).
 
 #include <cub/device/device_merge_sort.cuh>
 #include <cub/device/device_partition.cuh>
@@ -31,6 +38,7 @@
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
 #include <cub/device/device_select.cuh>
 #include <cub/version.cuh>
 #if __has_include(<cub/device/device_merge.cuh>)
@@ -45,6 +53,12 @@
 #  define CUB_BENCH_HAVE_SELECT_INPLACE 1
 #else
 #  define CUB_BENCH_HAVE_SELECT_INPLACE 0
+#endif
+
+// cuSPARSE for the spmv peer; built without it (-DCUB_BENCH_NO_CUSPARSE) where
+// it is missing, when spmv exits 3.
+#ifndef CUB_BENCH_NO_CUSPARSE
+#  include <cusparse.h>
 #endif
 
 #include <cuda/functional>
@@ -83,13 +97,15 @@ static void usage_and_exit() {
                "  algo:  reduce transform-reduce scan scan-inclusive memcpy sort-keys sort-pairs "
                "radix-keys radix-pairs merge\n"
                "         select-if select-flagged partition-if select-if-inplace\n"
-               "         unique rle nontrivial-runs reduce-by-key\n"
+               "         unique rle nontrivial-runs reduce-by-key segreduce spmv\n"
                "  type:  i32 i64 u32 u64 f32 f64\n"
                "  n:     element count (>= 1; >= 2 for merge)\n"
                "  reps:  timed repetitions (default 20)\n"
                "  param: select-*, partition-if: percent selected, 0..100 (default 50);\n"
                "         unique, rle, nontrivial-runs, reduce-by-key: mean run length, >= 1 "
                "(default 500);\n"
+               "         segreduce: fixed-L uniform-M powerlaw one empty-M (default fixed-500);\n"
+               "         spmv: random-M powerlaw stencil2d stencil3d (default random-32);\n"
                "         ignored by the others\n");
   std::exit(1);
 }
@@ -473,6 +489,7 @@ static bool check_sorted_output(const T* d_keys, const T* d_vals, int64_t n) {
 struct Outcome {
   Timing t;
   const char* check = "skip";
+  std::string extra;  // more fields for the result line, each with a leading space
 };
 
 template <class T, class NumT>
@@ -1109,6 +1126,446 @@ static Outcome bench_reduce_by_key(int64_t n, int reps, uint64_t mean_len, cudaS
 }
 
 // ---------------------------------------------------------------------------
+// Segmented reduction and SpMV: the geometry (segment starts; rows and
+// columns) is generated on the host with integer arithmetic only, from
+// rand_bits; mgpu-cli/src/bench_segreduce.rs generates the same. The result
+// line's geom= is a checksum of it (FNV-1a over 64-bit words) that `mgpu bench`
+// compares with its own, so both sides always measure the same geometry.
+// Offsets and column indices are int32_t (CUB's usual offsets, cuSPARSE's
+// CUSPARSE_INDEX_32I), so n stays below 2^31.
+
+// cub_bench geometry begin (host-only C++; peers/README.md checks it with g++)
+enum : uint64_t { kStreamLengths = 7, kStreamCols = 8, kStreamMatrix = 9, kStreamX = 10 };
+
+struct GeomHash {
+  uint64_t h = 0xcbf29ce484222325ull;
+  void add(uint64_t w) {
+    h ^= w;
+    h *= 0x100000001b3ull;
+  }
+  std::string hex() const {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return buf;
+  }
+};
+
+// Parses "<word>-<number>" (number >= 1) or "<word>".
+static bool parse_spec_word(const std::string& s, const char* word, uint64_t& arg) {
+  const std::string w = word;
+  if (s.size() <= w.size() + 1 || s.compare(0, w.size(), w) != 0 || s[w.size()] != '-') return false;
+  const std::string num = s.substr(w.size() + 1);
+  if (num.empty() || num.size() > 12) return false;
+  uint64_t v = 0;
+  for (char c : num) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v == 0) return false;
+  arg = v;
+  return true;
+}
+
+// Segment-length distributions (the param of segreduce):
+//   fixed-L    every segment L long (the last one what is left)
+//   uniform-M  lengths uniform in 1..2M-1 (mean M)
+//   powerlaw   P(length > L) ~ 1/L: k = trailing zeros of r (at most 24),
+//              length uniform in 1..2^k (mean about 7, a few of millions)
+//   one        one segment
+//   empty-M    half the segments empty, the others uniform in 1..2M-1
+// r = rand_bits(kStreamLengths, i) for segment i.
+struct SegSpec {
+  enum Kind { Fixed, Uniform, PowerLaw, One, Empty } kind = Fixed;
+  uint64_t arg = 0;
+};
+
+static bool parse_seg_spec(const std::string& s, SegSpec& d) {
+  if (s == "powerlaw") {
+    d.kind = SegSpec::PowerLaw;
+    return true;
+  }
+  if (s == "one") {
+    d.kind = SegSpec::One;
+    return true;
+  }
+  if (parse_spec_word(s, "fixed", d.arg)) {
+    d.kind = SegSpec::Fixed;
+    return true;
+  }
+  if (parse_spec_word(s, "uniform", d.arg)) {
+    d.kind = SegSpec::Uniform;
+    return true;
+  }
+  if (parse_spec_word(s, "empty", d.arg)) {
+    d.kind = SegSpec::Empty;
+    return true;
+  }
+  return false;
+}
+
+static uint64_t seg_length(const SegSpec& d, uint64_t i, uint64_t n) {
+  switch (d.kind) {
+    case SegSpec::Fixed: return d.arg;
+    case SegSpec::Uniform: return 1 + rand_bits(kStreamLengths, i) % (2 * d.arg - 1);
+    case SegSpec::PowerLaw: {
+      const uint64_t r = rand_bits(kStreamLengths, i);
+      const int k = __builtin_ctzll(r | (1ull << 24));
+      return 1 + ((r >> 32) & ((1ull << k) - 1));
+    }
+    case SegSpec::One: return n;
+    case SegSpec::Empty: {
+      const uint64_t r = rand_bits(kStreamLengths, i);
+      return (r & 1) ? 0 : 1 + (r >> 1) % (2 * d.arg - 1);
+    }
+  }
+  return n;
+}
+
+// Segment starts over n values, then n: num_segments + 1 entries.
+static std::vector<int32_t> make_segments(int64_t n, const SegSpec& d, GeomHash& g) {
+  std::vector<int32_t> off;
+  const uint64_t un = static_cast<uint64_t>(n);
+  uint64_t pos = 0, i = 0;
+  while (pos < un) {
+    off.push_back(static_cast<int32_t>(pos));
+    const uint64_t len = seg_length(d, i++, un);
+    pos = len >= un - pos ? un : pos + len;
+  }
+  off.push_back(static_cast<int32_t>(un));
+  g.add(off.size() - 1);
+  g.add(un);
+  for (int32_t o : off) g.add(static_cast<uint64_t>(static_cast<uint32_t>(o)));
+  return off;
+}
+
+// Matrices (the param of spmv), square, about `target` nonzeros:
+//   random-M   target/M rows of rand_bits(kStreamLengths, i) % (2M+1) nonzeros
+//   powerlaw   rows of 1 + ((r >> 32) & (2^k - 1)) nonzeros, k = 2 + trailing
+//              zeros of r (at most 22), until target (the last row clamped)
+//   stencil2d  the 5-point Poisson stencil on a k x k grid, 5k^2 <= target
+//   stencil3d  the 7-point Poisson stencil on a k x k x k grid, 7k^3 <= target
+// Columns of random and powerlaw rows are sorted and random: the j-th of a row
+// of L starting at nonzero s is (j * ncols + rand_bits(kStreamCols, s + j) %
+// ncols) / L. Values: value_from_bits(rand_bits(kStreamMatrix, k)) for
+// nonzero k; the stencils 4 (2-D) or 6 (3-D) on the diagonal, -1 elsewhere.
+struct MatSpec {
+  enum Kind { Random, PowerLaw, Stencil2d, Stencil3d } kind = Random;
+  uint64_t arg = 0;
+};
+
+static bool parse_mat_spec(const std::string& s, MatSpec& m) {
+  if (s == "powerlaw") {
+    m.kind = MatSpec::PowerLaw;
+    return true;
+  }
+  if (s == "stencil2d") {
+    m.kind = MatSpec::Stencil2d;
+    return true;
+  }
+  if (s == "stencil3d") {
+    m.kind = MatSpec::Stencil3d;
+    return true;
+  }
+  if (parse_spec_word(s, "random", m.arg)) {
+    m.kind = MatSpec::Random;
+    return true;
+  }
+  return false;
+}
+
+struct HostCsr {
+  int64_t rows = 0, ncols = 0;
+  std::vector<int32_t> offsets;  // rows + 1
+  std::vector<int32_t> cols;
+  double diag = 0;  // the stencils' diagonal value; 0: random values
+};
+
+static void stratified_cols(HostCsr& m) {
+  const uint64_t nc = static_cast<uint64_t>(m.ncols);
+  m.cols.clear();
+  m.cols.reserve(static_cast<size_t>(m.offsets.back()));
+  for (int64_t i = 0; i < m.rows; ++i) {
+    const uint64_t start = static_cast<uint64_t>(m.offsets[i]);
+    const uint64_t len = static_cast<uint64_t>(m.offsets[i + 1]) - start;
+    for (uint64_t j = 0; j < len; ++j) {
+      const uint64_t u = rand_bits(kStreamCols, start + j) % nc;
+      m.cols.push_back(static_cast<int32_t>((j * nc + u) / len));
+    }
+  }
+}
+
+[[maybe_unused]] static HostCsr make_matrix(int64_t target_s, const MatSpec& spec, GeomHash& g) {
+  const uint64_t target = static_cast<uint64_t>(target_s);
+  HostCsr m;
+  switch (spec.kind) {
+    case MatSpec::Random: {
+      const uint64_t rows = std::max<uint64_t>(target / spec.arg, 1);
+      m.offsets.reserve(rows + 1);
+      uint64_t nnz = 0;
+      for (uint64_t i = 0; i < rows; ++i) {
+        m.offsets.push_back(static_cast<int32_t>(nnz));
+        nnz += rand_bits(kStreamLengths, i) % (2 * spec.arg + 1);
+      }
+      m.offsets.push_back(static_cast<int32_t>(nnz));
+      m.rows = m.ncols = static_cast<int64_t>(rows);
+      stratified_cols(m);
+      break;
+    }
+    case MatSpec::PowerLaw: {
+      uint64_t nnz = 0, i = 0;
+      while (nnz < target) {
+        m.offsets.push_back(static_cast<int32_t>(nnz));
+        const uint64_t r = rand_bits(kStreamLengths, i++);
+        const int k = __builtin_ctzll(r | (1ull << 20)) + 2;
+        const uint64_t len = 1 + ((r >> 32) & ((1ull << k) - 1));
+        nnz = std::min(nnz + len, target);
+      }
+      m.offsets.push_back(static_cast<int32_t>(nnz));
+      m.rows = m.ncols = static_cast<int64_t>(m.offsets.size()) - 1;
+      stratified_cols(m);
+      break;
+    }
+    case MatSpec::Stencil2d: {
+      uint64_t k = 1;
+      while (5 * (k + 1) * (k + 1) <= target) ++k;
+      k = std::max<uint64_t>(k, 2);
+      m.rows = m.ncols = static_cast<int64_t>(k * k);
+      m.diag = 4;
+      m.offsets.reserve(k * k + 1);
+      m.cols.reserve(5 * k * k);
+      for (uint64_t a = 0; a < k; ++a)
+        for (uint64_t b = 0; b < k; ++b) {
+          const uint64_t r = a * k + b;
+          m.offsets.push_back(static_cast<int32_t>(m.cols.size()));
+          if (a > 0) m.cols.push_back(static_cast<int32_t>(r - k));
+          if (b > 0) m.cols.push_back(static_cast<int32_t>(r - 1));
+          m.cols.push_back(static_cast<int32_t>(r));
+          if (b + 1 < k) m.cols.push_back(static_cast<int32_t>(r + 1));
+          if (a + 1 < k) m.cols.push_back(static_cast<int32_t>(r + k));
+        }
+      m.offsets.push_back(static_cast<int32_t>(m.cols.size()));
+      break;
+    }
+    case MatSpec::Stencil3d: {
+      uint64_t k = 1;
+      while (7 * (k + 1) * (k + 1) * (k + 1) <= target) ++k;
+      k = std::max<uint64_t>(k, 2);
+      m.rows = m.ncols = static_cast<int64_t>(k * k * k);
+      m.diag = 6;
+      m.offsets.reserve(k * k * k + 1);
+      m.cols.reserve(7 * k * k * k);
+      for (uint64_t a = 0; a < k; ++a)
+        for (uint64_t b = 0; b < k; ++b)
+          for (uint64_t c = 0; c < k; ++c) {
+            const uint64_t r = (a * k + b) * k + c;
+            m.offsets.push_back(static_cast<int32_t>(m.cols.size()));
+            if (a > 0) m.cols.push_back(static_cast<int32_t>(r - k * k));
+            if (b > 0) m.cols.push_back(static_cast<int32_t>(r - k));
+            if (c > 0) m.cols.push_back(static_cast<int32_t>(r - 1));
+            m.cols.push_back(static_cast<int32_t>(r));
+            if (c + 1 < k) m.cols.push_back(static_cast<int32_t>(r + 1));
+            if (b + 1 < k) m.cols.push_back(static_cast<int32_t>(r + k));
+            if (a + 1 < k) m.cols.push_back(static_cast<int32_t>(r + k * k));
+          }
+      m.offsets.push_back(static_cast<int32_t>(m.cols.size()));
+      break;
+    }
+  }
+  g.add(static_cast<uint64_t>(m.rows));
+  g.add(static_cast<uint64_t>(m.ncols));
+  g.add(m.cols.size());
+  for (int32_t o : m.offsets) g.add(static_cast<uint64_t>(static_cast<uint32_t>(o)));
+  for (int32_t c : m.cols) g.add(static_cast<uint64_t>(static_cast<uint32_t>(c)));
+  return m;
+}
+
+// The matrix values and the vector.
+template <class T>
+static std::vector<T> matrix_values(const HostCsr& m) {
+  std::vector<T> v(m.cols.size());
+  for (int64_t i = 0; i < m.rows; ++i)
+    for (int64_t k = m.offsets[i]; k < m.offsets[i + 1]; ++k)
+      v[static_cast<size_t>(k)] =
+        m.diag == 0 ? value_from_bits<T>(rand_bits(kStreamMatrix, static_cast<uint64_t>(k)))
+                    : static_cast<T>(m.cols[static_cast<size_t>(k)] == i ? m.diag : -1.0);
+  return v;
+}
+
+template <class T>
+static std::vector<T> spmv_vector(int64_t ncols) {
+  std::vector<T> x(static_cast<size_t>(ncols));
+  for (int64_t j = 0; j < ncols; ++j) x[static_cast<size_t>(j)] = value_from_bits<T>(rand_bits(kStreamX, static_cast<uint64_t>(j)));
+  return x;
+}
+// cub_bench geometry end
+
+// Sum of each segment of the values v_i = rand_bits(2, i) & 0xff (those of
+// reduce-by-key), segments from `spec`; CUB reads begin offsets off[0..segs)
+// and end offsets off[1..segs].
+template <class T>
+static Outcome bench_segreduce(int64_t n, int reps, const std::string& spec_s, cudaStream_t s) {
+  SegSpec spec;
+  if (!parse_seg_spec(spec_s, spec)) {
+    std::fprintf(stderr, "cub_bench: bad segment distribution '%s'\n", spec_s.c_str());
+    std::exit(1);
+  }
+  if (n > INT_MAX) {
+    std::fprintf(stderr, "cub_bench: segreduce takes int offsets; n > INT_MAX is unsupported\n");
+    std::printf("unsupported\n");
+    std::exit(3);
+  }
+  GeomHash g;
+  const std::vector<int32_t> off = make_segments(n, spec, g);
+  const int64_t segs = static_cast<int64_t>(off.size()) - 1;
+  DevBuf<T> in(static_cast<size_t>(n)), out(static_cast<size_t>(segs));
+  DevBuf<int32_t> d_off(off.size());
+  CK(cudaMemcpyAsync(d_off.p, off.data(), off.size() * sizeof(int32_t), cudaMemcpyHostToDevice, s));
+  rbk_values_kernel<T><<<grid_for(n), 256, 0, s>>>(in.p, n);
+  CK(cudaGetLastError());
+  const int num_segments = static_cast<int>(segs);
+  const int32_t* begin = d_off.p;
+  const int32_t* end = d_off.p + 1;
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceSegmentedReduce::Sum(nullptr, bytes, in.p, out.p, num_segments, begin, end, s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceSegmentedReduce::Sum(tmp.p, tmp.bytes, in.p, out.p, num_segments, begin, end, s);
+  });
+  CK(cudaStreamSynchronize(s));
+  const std::vector<T> got = to_host(out.p, static_cast<size_t>(segs));
+  bool ok = true;
+  for (int64_t j = 0; j < segs && ok; ++j) {
+    acc_t<T> want = 0;
+    for (int64_t i = off[static_cast<size_t>(j)]; i < off[static_cast<size_t>(j) + 1]; ++i)
+      want = static_cast<acc_t<T>>(want + acc_of(rbk_value<T>(static_cast<uint64_t>(i))));
+    if (!close_enough(got[static_cast<size_t>(j)], want, reduce_tol<T>(), static_cast<double>(want))) {
+      std::fprintf(stderr, "cub_bench: sum of segment %lld: got %.17g want %.17g\n",
+                   static_cast<long long>(j), static_cast<double>(got[static_cast<size_t>(j)]),
+                   static_cast<double>(want));
+      ok = false;
+    }
+  }
+  o.check = ok ? "ok" : "FAIL";
+  o.extra = " geom=" + g.hex();
+  return o;
+}
+
+#ifndef CUB_BENCH_NO_CUSPARSE
+#define CKS(call)                                                                        \
+  do {                                                                                   \
+    cusparseStatus_t cks_st_ = (call);                                                   \
+    if (cks_st_ != CUSPARSE_STATUS_SUCCESS) {                                            \
+      std::fprintf(stderr, "cub_bench: cuSPARSE error %d (%s) at %s:%d in %s\n",         \
+                   static_cast<int>(cks_st_), cusparseGetErrorString(cks_st_), __FILE__, \
+                   __LINE__, #call);                                                     \
+      std::exit(2);                                                                      \
+    }                                                                                    \
+  } while (0)
+#endif
+
+// y = A * x with cuSPARSE (CSR, CUSPARSE_SPMV_CSR_ALG1, 32-bit indices), the
+// matrix from `spec` with about n nonzeros; the work buffer is allocated
+// outside the timing. f32 and f64 only.
+template <class T>
+static Outcome bench_spmv(int64_t n, int reps, const std::string& spec_s, cudaStream_t s) {
+#ifdef CUB_BENCH_NO_CUSPARSE
+  (void)n, (void)reps, (void)spec_s, (void)s;
+  std::fprintf(stderr, "cub_bench: built without cuSPARSE\n");
+  std::printf("unsupported\n");
+  std::exit(3);
+#else
+  if constexpr (!std::is_floating_point_v<T>) {
+    (void)n, (void)reps, (void)spec_s, (void)s;
+    std::fprintf(stderr, "cub_bench: spmv takes f32 or f64\n");
+    std::printf("unsupported\n");
+    std::exit(3);
+  } else {
+    MatSpec spec;
+    if (!parse_mat_spec(spec_s, spec)) {
+      std::fprintf(stderr, "cub_bench: bad matrix '%s'\n", spec_s.c_str());
+      std::exit(1);
+    }
+    if (n > INT_MAX) {
+      std::fprintf(stderr, "cub_bench: spmv takes 32-bit indices; n > INT_MAX is unsupported\n");
+      std::printf("unsupported\n");
+      std::exit(3);
+    }
+    GeomHash g;
+    const HostCsr m = make_matrix(n, spec, g);
+    const size_t nnz = m.cols.size();
+    const std::vector<T> vals = matrix_values<T>(m);
+    const std::vector<T> x = spmv_vector<T>(m.ncols);
+    DevBuf<int32_t> d_off(m.offsets.size()), d_cols(nnz);
+    DevBuf<T> d_vals(nnz), d_x(static_cast<size_t>(m.ncols)), d_y(static_cast<size_t>(m.rows));
+    CK(cudaMemcpyAsync(d_off.p, m.offsets.data(), m.offsets.size() * sizeof(int32_t),
+                       cudaMemcpyHostToDevice, s));
+    if (nnz) {
+      CK(cudaMemcpyAsync(d_cols.p, m.cols.data(), nnz * sizeof(int32_t), cudaMemcpyHostToDevice, s));
+      CK(cudaMemcpyAsync(d_vals.p, vals.data(), nnz * sizeof(T), cudaMemcpyHostToDevice, s));
+    }
+    CK(cudaMemcpyAsync(d_x.p, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice, s));
+    CK(cudaStreamSynchronize(s));
+
+    const cudaDataType dtype = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F;
+    cusparseHandle_t handle = nullptr;
+    CKS(cusparseCreate(&handle));
+    CKS(cusparseSetStream(handle, s));
+    cusparseSpMatDescr_t mat = nullptr;
+    CKS(cusparseCreateCsr(&mat, m.rows, m.ncols, static_cast<int64_t>(nnz), d_off.p, d_cols.p,
+                          d_vals.p, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                          dtype));
+    cusparseDnVecDescr_t vec_x = nullptr, vec_y = nullptr;
+    CKS(cusparseCreateDnVec(&vec_x, m.ncols, d_x.p, dtype));
+    CKS(cusparseCreateDnVec(&vec_y, m.rows, d_y.p, dtype));
+    const T alpha = 1, beta = 0;
+    const cusparseSpMVAlg_t alg = CUSPARSE_SPMV_CSR_ALG1;
+    size_t bytes = 0;
+    CKS(cusparseSpMV_bufferSize(handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, mat, vec_x, &beta,
+                                vec_y, dtype, alg, &bytes));
+    TempStorage work;
+    work.allocate(bytes);
+    Outcome o;
+    o.t = time_runs(s, reps, [] {}, [&] {
+      CKS(cusparseSpMV(handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, mat, vec_x, &beta, vec_y,
+                       dtype, alg, work.p));
+      return cudaGetLastError();
+    });
+    CK(cudaStreamSynchronize(s));
+    const std::vector<T> y = to_host(d_y.p, static_cast<size_t>(m.rows));
+    CKS(cusparseDestroyDnVec(vec_x));
+    CKS(cusparseDestroyDnVec(vec_y));
+    CKS(cusparseDestroySpMat(mat));
+    CKS(cusparseDestroy(handle));
+
+    // Each row against the product in double, within a tolerance relative to
+    // the sum of its terms' magnitudes.
+    const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-10;
+    bool ok = true;
+    for (int64_t i = 0; i < m.rows && ok; ++i) {
+      double want = 0, scale = 0;
+      for (int64_t k = m.offsets[static_cast<size_t>(i)]; k < m.offsets[static_cast<size_t>(i) + 1]; ++k) {
+        const double term = static_cast<double>(vals[static_cast<size_t>(k)]) *
+                            static_cast<double>(x[static_cast<size_t>(m.cols[static_cast<size_t>(k)])]);
+        want += term;
+        scale += std::fabs(term);
+      }
+      const double got = static_cast<double>(y[static_cast<size_t>(i)]);
+      if (!(std::fabs(got - want) <= tol * std::max(scale, 1e-30))) {
+        std::fprintf(stderr, "cub_bench: spmv row %lld: got %.17g want %.17g\n", static_cast<long long>(i),
+                     got, want);
+        ok = false;
+      }
+    }
+    o.check = ok ? "ok" : "FAIL";
+    o.extra = " geom=" + g.hex();
+    return o;
+  }
+#endif
+}
+
+// ---------------------------------------------------------------------------
 // Dispatch
 
 enum class Algo {
@@ -1129,11 +1586,13 @@ enum class Algo {
   Unique,
   Rle,
   NontrivialRuns,
-  ReduceByKey
+  ReduceByKey,
+  SegReduce,
+  Spmv
 };
 
 // What the optional param means for an algorithm.
-enum class Param { None, Percent, RunLength };
+enum class Param { None, Percent, RunLength, Spec };
 
 static Param param_of(Algo a) {
   switch (a) {
@@ -1145,12 +1604,15 @@ static Param param_of(Algo a) {
     case Algo::Rle:
     case Algo::NontrivialRuns:
     case Algo::ReduceByKey: return Param::RunLength;
+    case Algo::SegReduce:
+    case Algo::Spmv: return Param::Spec;
     default: return Param::None;
   }
 }
 
 template <class T, class NumT>
-static Outcome run_algo(Algo a, int64_t n, int reps, uint64_t param, cudaStream_t s) {
+static Outcome run_algo(Algo a, int64_t n, int reps, uint64_t param, const std::string& spec,
+                        cudaStream_t s) {
   switch (a) {
     case Algo::Reduce: return bench_reduce<T, NumT>(n, reps, s);
     case Algo::TransformReduce: return bench_transform_reduce<T, NumT>(n, reps, s);
@@ -1180,15 +1642,18 @@ static Outcome run_algo(Algo a, int64_t n, int reps, uint64_t param, cudaStream_
     case Algo::Rle: return bench_rle<T, NumT>(n, reps, param, s);
     case Algo::NontrivialRuns: return bench_nontrivial_runs<T, NumT>(n, reps, param, s);
     case Algo::ReduceByKey: return bench_reduce_by_key<T, NumT>(n, reps, param, s);
+    case Algo::SegReduce: return bench_segreduce<T>(n, reps, spec, s);
+    case Algo::Spmv: return bench_spmv<T>(n, reps, spec, s);
   }
   std::printf("unsupported\n");
   std::exit(3);
 }
 
 template <class T>
-static Outcome run_typed(Algo a, int64_t n, int reps, uint64_t param, cudaStream_t s) {
-  if (n <= INT_MAX) return run_algo<T, int>(a, n, reps, param, s);
-  return run_algo<T, int64_t>(a, n, reps, param, s);
+static Outcome run_typed(Algo a, int64_t n, int reps, uint64_t param, const std::string& spec,
+                         cudaStream_t s) {
+  if (n <= INT_MAX) return run_algo<T, int>(a, n, reps, param, spec, s);
+  return run_algo<T, int64_t>(a, n, reps, param, spec, s);
 }
 
 static bool parse_u64(const char* s, uint64_t& out) {
@@ -1224,6 +1689,8 @@ int main(int argc, char** argv) {
   else if (algo_s == "rle") algo = Algo::Rle;
   else if (algo_s == "nontrivial-runs") algo = Algo::NontrivialRuns;
   else if (algo_s == "reduce-by-key") algo = Algo::ReduceByKey;
+  else if (algo_s == "segreduce") algo = Algo::SegReduce;
+  else if (algo_s == "spmv") algo = Algo::Spmv;
   else {
     std::fprintf(stderr, "cub_bench: unknown algo '%s'\n", algo_s.c_str());
     usage_and_exit();
@@ -1240,9 +1707,18 @@ int main(int argc, char** argv) {
   }
   const Param param_kind = param_of(algo);
   uint64_t param = param_kind == Param::Percent ? 50 : param_kind == Param::RunLength ? 500 : 0;
-  if (argc == 6 && (!parse_u64(argv[5], param) ||
-                    (param_kind == Param::Percent && param > 100) ||
-                    (param_kind == Param::RunLength && param == 0))) {
+  std::string spec = algo == Algo::SegReduce ? "fixed-500" : algo == Algo::Spmv ? "random-32" : "";
+  if (param_kind == Param::Spec) {
+    if (argc == 6) spec = argv[5];
+    SegSpec seg_spec;
+    MatSpec mat_spec;
+    if (algo == Algo::SegReduce ? !parse_seg_spec(spec, seg_spec) : !parse_mat_spec(spec, mat_spec)) {
+      std::fprintf(stderr, "cub_bench: bad param '%s' for %s\n", spec.c_str(), algo_s.c_str());
+      usage_and_exit();
+    }
+  } else if (argc == 6 && (!parse_u64(argv[5], param) ||
+                           (param_kind == Param::Percent && param > 100) ||
+                           (param_kind == Param::RunLength && param == 0))) {
     std::fprintf(stderr, "cub_bench: bad param '%s' for %s\n", argv[5], algo_s.c_str());
     usage_and_exit();
   }
@@ -1270,12 +1746,12 @@ int main(int argc, char** argv) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
   Outcome o;
-  if (type_s == "i32") o = run_typed<int32_t>(algo, n, reps, param, s);
-  else if (type_s == "i64") o = run_typed<int64_t>(algo, n, reps, param, s);
-  else if (type_s == "u32") o = run_typed<uint32_t>(algo, n, reps, param, s);
-  else if (type_s == "u64") o = run_typed<uint64_t>(algo, n, reps, param, s);
-  else if (type_s == "f32") o = run_typed<float>(algo, n, reps, param, s);
-  else if (type_s == "f64") o = run_typed<double>(algo, n, reps, param, s);
+  if (type_s == "i32") o = run_typed<int32_t>(algo, n, reps, param, spec, s);
+  else if (type_s == "i64") o = run_typed<int64_t>(algo, n, reps, param, spec, s);
+  else if (type_s == "u32") o = run_typed<uint32_t>(algo, n, reps, param, spec, s);
+  else if (type_s == "u64") o = run_typed<uint64_t>(algo, n, reps, param, spec, s);
+  else if (type_s == "f32") o = run_typed<float>(algo, n, reps, param, spec, s);
+  else if (type_s == "f64") o = run_typed<double>(algo, n, reps, param, spec, s);
   else {
     std::fprintf(stderr, "cub_bench: unknown type '%s'\n", type_s.c_str());
     usage_and_exit();
@@ -1284,10 +1760,11 @@ int main(int argc, char** argv) {
   CK(cudaStreamDestroy(s));
   // param= only where it means something, so the other lines stay as they were.
   std::string param_field;
-  if (param_kind != Param::None) param_field = " param=" + std::to_string(param);
-  std::printf("peer=cub algo=%s type=%s n=%lld%s median_ms=%.6f min_ms=%.6f check=%s\n", algo_s.c_str(),
+  if (param_kind == Param::Spec) param_field = " param=" + spec;
+  else if (param_kind != Param::None) param_field = " param=" + std::to_string(param);
+  std::printf("peer=cub algo=%s type=%s n=%lld%s median_ms=%.6f min_ms=%.6f check=%s%s\n", algo_s.c_str(),
               type_s.c_str(), static_cast<long long>(n), param_field.c_str(), o.t.median_ms, o.t.min_ms,
-              o.check);
+              o.check, o.extra.c_str());
   std::fflush(stdout);
   return 0;
 }

@@ -32,9 +32,13 @@ const PRIMITIVES: &[&str] = &[
     "unique",
     "rle",
     "reduce-by-key",
+    "segreduce",
+    "spmv",
 ];
 /// Those of the compaction family (bench_compact.rs).
 const COMPACTION: &[&str] = &["select", "partition", "unique", "rle", "reduce-by-key"];
+/// CSR segmented reduction and SpMV (bench_segreduce.rs).
+const SEGMENTED: &[&str] = &["segreduce", "spmv"];
 
 /// `mgpu bench`'s help beyond the one-line summary.
 pub const LONG_ABOUT: &str = "\
@@ -43,7 +47,14 @@ DeviceMergeSort and DeviceRadixSort, DeviceMerge).
 
 The compaction family (select, partition, unique, rle, reduce-by-key; i32, i64) runs selection
 rates 0..100% and mean run lengths 1..500, in and out of place, against CUB's DeviceSelect,
-DevicePartition, DeviceRunLengthEncode and DeviceReduce::ReduceByKey.";
+DevicePartition, DeviceRunLengthEncode and DeviceReduce::ReduceByKey.
+
+segreduce (CSR segmented sum; i32 by default, also i64, f32, f64) runs segment lengths fixed 1, 2,
+20, 500, 5000, uniform with mean 500, power-law, one segment and 50% empty, against CUB's
+DeviceSegmentedReduce::Sum. spmv (y = A * x; f32 and f64; --sizes: log2 of the nonzeros) runs
+random rows (mean 32 nonzeros), power-law rows, and the 2-D 5-point and 3-D 7-point Poisson
+stencils, against cuSPARSE's SpMV (CSR_ALG1). Both report the one-shot call (validation and
+partition included) and the apply after a plan, and a memcpy of the same bytes; sizes up to 2^30.";
 
 /// Every element type `--types` accepts (which of them a primitive supports is checked when it
 /// runs).
@@ -59,7 +70,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "A..B", default_value = "16..28", value_parser = parse_sizes)]
     sizes: std::ops::RangeInclusive<u32>,
     /// Element types, comma-separated (default i32,i64,f32,f64; i32,i64 for the compaction
-    /// family); also u32, u64, and u8, u16 for reduce and scan (no CUB peer for those two)
+    /// family; i32 for segreduce; f32,f64 for spmv); also u32, u64, and u8, u16 for reduce and
+    /// scan (no CUB peer for those two)
     #[arg(
         long,
         value_name = "TYPES",
@@ -117,6 +129,10 @@ impl From<BenchArgs> for Args {
             b.types
         } else if compaction {
             vec!["i32".into(), "i64".into()]
+        } else if b.primitive == "segreduce" {
+            vec!["i32".into()]
+        } else if b.primitive == "spmv" {
+            vec!["f32".into(), "f64".into()]
         } else {
             ["i32", "i64", "f32", "f64"].map(String::from).to_vec()
         };
@@ -524,6 +540,17 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         ctx.description(),
         a.reps
     );
+    if SEGMENTED.contains(&a.primitive.as_str()) {
+        return crate::bench_segreduce::run(
+            &ctx,
+            &a.primitive,
+            &a.types,
+            a.sizes.clone(),
+            a.reps,
+            a.csv.as_deref(),
+            peer.as_ref(),
+        );
+    }
     let mut header = format!(
         "{:<26} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
         "prim",

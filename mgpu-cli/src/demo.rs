@@ -1,6 +1,6 @@
 //! `mgpu demo`: the seed's demonstrations, on the seed's printed inputs, in the seed's format.
 
-use mgpu::{Comparator, Context, Op, ScanOptions, Total};
+use mgpu::{Comparator, Context, Count, Equality, Op, ScanOptions, Total};
 
 /// The input of the seed's scan demo (100 integers in 0..=9).
 pub const SCAN_INPUT: [i32; 100] = [
@@ -38,8 +38,35 @@ pub const SORT_PAIRS_INPUT: [i32; 100] = [
     16, 48, 17, 42,
 ];
 
+/// The segment starts (CSR) of the seed's segmented reduce-CSR demo.
+pub const SEGREDUCE_STARTS: [u32; 7] = [0, 9, 19, 25, 71, 87, 97];
+
+/// The values of the seed's segmented reduce-CSR demo (100 integers in 1..=5).
+pub const SEGREDUCE_VALUES: [i32; 100] = [
+    1, 5, 5, 1, 2, 5, 1, 1, 4, 4, 5, 3, 4, 4, 4, 2, 2, 4, 2, 5, 5, 1, 5, 1, 4, 5, 1, 4, 2, 2, 2, 3,
+    3, 1, 4, 2, 4, 2, 1, 2, 5, 1, 2, 2, 3, 1, 2, 5, 4, 1, 2, 5, 4, 2, 4, 1, 3, 2, 4, 4, 4, 4, 4, 3,
+    4, 4, 1, 5, 1, 1, 3, 2, 3, 1, 4, 1, 1, 4, 4, 4, 3, 5, 5, 3, 2, 1, 5, 5, 4, 5, 4, 2, 2, 3, 5, 5,
+    1, 4, 1, 5,
+];
+
+/// The keys of the seed's reduce-by-key demo (runs of equal keys).
+pub const RBK_KEYS: [i32; 100] = [
+    0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6,
+    6, 6, 6, 6, 6, 7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+    8, 8, 8, 8,
+];
+
+/// The values of the seed's reduce-by-key demo (100 integers in 1..=5).
+pub const RBK_VALUES: [i32; 100] = [
+    2, 4, 2, 4, 1, 5, 3, 2, 4, 4, 2, 5, 2, 2, 5, 3, 3, 5, 3, 3, 2, 2, 1, 4, 4, 2, 1, 4, 1, 3, 1, 3,
+    2, 4, 2, 5, 1, 2, 1, 5, 4, 4, 1, 5, 4, 1, 5, 2, 3, 4, 1, 2, 4, 2, 5, 4, 3, 4, 5, 3, 3, 4, 2, 1,
+    1, 2, 3, 3, 2, 2, 2, 4, 1, 5, 5, 2, 2, 4, 3, 1, 3, 5, 4, 1, 2, 3, 2, 2, 5, 5, 1, 3, 3, 3, 4, 5,
+    5, 2, 4, 3,
+];
+
 /// The seed's PrintArray layout: ten values a row, each row led by the index of its first value.
-pub fn format_array(data: &[i32]) -> String {
+pub fn format_array<T: std::fmt::Display>(data: &[T]) -> String {
     let mut s = String::new();
     for (row, chunk) in data.chunks(10).enumerate() {
         s += &format!("{:5}: ", row * 10);
@@ -116,6 +143,124 @@ pub fn sort_pairs(ctx: &Context) -> mgpu::Result<String> {
     Ok(out)
 }
 
+/// SEGMENTED REDUCE-CSR DEMONSTRATION (the seed prints no colon after this header).
+pub fn segreduce_csr(ctx: &Context) -> mgpu::Result<String> {
+    let mut out = String::from("\n\nSEGMENTED REDUCE-CSR DEMONSTRATION\n\n");
+    let starts = ctx.upload(&SEGREDUCE_STARTS)?;
+    let values = ctx.upload(&SEGREDUCE_VALUES)?;
+    out += "Segment starts (CSR):\n";
+    out += &format_array(&starts.to_vec()?);
+    out += "\nValues:\n";
+    out += &format_array(&values.to_vec()?);
+    let mut results = ctx.zeros::<i32>(starts.len())?;
+    ctx.segreduce_csr(&values, &starts, false, &mut results, &Op::plus())?;
+    out += "\nReduced values:\n";
+    out += &format_array(&results.to_vec()?);
+    Ok(out)
+}
+
+/// REDUCE BY KEY DEMONSTRATION (the seed prints no colon after this header).
+pub fn reduce_by_key(ctx: &Context) -> mgpu::Result<String> {
+    let mut out = String::from("\n\nREDUCE BY KEY DEMONSTRATION\n\n");
+    let keys = ctx.upload(&RBK_KEYS)?;
+    let values = ctx.upload(&RBK_VALUES)?;
+    out += "Keys:\n";
+    out += &format_array(&keys.to_vec()?);
+    out += "\nValues:\n";
+    out += &format_array(&values.to_vec()?);
+    let mut keys_out = ctx.zeros::<i32>(keys.len())?;
+    let mut values_out = ctx.zeros::<i32>(keys.len())?;
+    let runs = ctx
+        .reduce_by_key(
+            &keys,
+            &values,
+            &mut keys_out,
+            &mut values_out,
+            &Equality::equal_to(),
+            &Op::plus(),
+            Count::Host,
+        )?
+        .expect("host count requested") as usize;
+    out += "\nReduced keys:\n";
+    out += &format_array(&keys_out.to_vec()?[..runs]);
+    out += "\nReduced values:\n";
+    out += &format_array(&values_out.to_vec()?[..runs]);
+    Ok(out)
+}
+
+/// The matrix of the SpMV demo, 6 x 6 with an empty row (row 3), in CSR: each row's first
+/// nonzero, the nonzeros' columns and values.
+const SPMV_ROWS: [u32; 6] = [0, 2, 5, 7, 7, 10];
+const SPMV_COLS: [u32; 12] = [0, 4, 1, 2, 5, 0, 3, 1, 4, 5, 2, 5];
+const SPMV_VALUES: [f32; 12] = [
+    2.0, -1.0, 3.0, 0.5, 1.0, -2.0, 4.0, 1.5, 2.0, -1.0, 1.0, 3.0,
+];
+const SPMV_X: [f32; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+
+/// SPMV DEMONSTRATION: y = A * x for a small CSR matrix (f32), with the matrix also printed
+/// densely.
+pub fn spmv(ctx: &Context) -> mgpu::Result<String> {
+    let mut out = String::from("\n\nSPMV DEMONSTRATION\n\n");
+    let rows = ctx.upload(&SPMV_ROWS)?;
+    let cols = ctx.upload(&SPMV_COLS)?;
+    let values = ctx.upload(&SPMV_VALUES)?;
+    let x = ctx.upload(&SPMV_X)?;
+    let n = SPMV_ROWS.len();
+    out += &format!(
+        "Matrix ({n} x {n}, {} nonzeros, row 3 empty), CSR row starts:\n",
+        SPMV_COLS.len()
+    );
+    out += &format_array(&rows.to_vec()?);
+    out += "\nColumn indices:\n";
+    out += &format_array(&cols.to_vec()?);
+    out += "\nValues:\n";
+    out += &format_floats(&values.to_vec()?);
+    out += "\nDense:\n";
+    for (r, &start) in SPMV_ROWS.iter().enumerate() {
+        let end = SPMV_ROWS
+            .get(r + 1)
+            .map_or(SPMV_COLS.len(), |&e| e as usize);
+        let mut dense = vec![0.0f32; n];
+        for k in start as usize..end {
+            dense[SPMV_COLS[k] as usize] += SPMV_VALUES[k];
+        }
+        out += &format!("{r:5}: ");
+        for v in dense {
+            out += &format!(" {v:6.2}");
+        }
+        out.push('\n');
+    }
+    out += "\nx:\n";
+    out += &format_floats(&x.to_vec()?);
+    let mut y = ctx.zeros::<f32>(n)?;
+    ctx.spmv_csr(
+        &values,
+        &cols,
+        &rows,
+        &x,
+        &mut y,
+        true,
+        &Op::multiplies(),
+        &Op::plus(),
+    )?;
+    out += "\ny = A * x:\n";
+    out += &format_floats(&y.to_vec()?);
+    Ok(out)
+}
+
+/// PrintArray's layout for floats: ten a row, two decimals.
+fn format_floats(data: &[f32]) -> String {
+    let mut s = String::new();
+    for (row, chunk) in data.chunks(10).enumerate() {
+        s += &format!("{:5}: ", row * 10);
+        for x in chunk {
+            s += &format!(" {x:6.2}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
 /// A demo: runs on a context and returns what it prints.
 pub type Demo = fn(&Context) -> mgpu::Result<String>;
 
@@ -125,4 +270,7 @@ pub const DEMOS: &[(&str, Demo)] = &[
     ("max-reduce", max_reduce),
     ("sort-keys", sort_keys),
     ("sort-pairs", sort_pairs),
+    ("segreduce-csr", segreduce_csr),
+    ("reduce-by-key", reduce_by_key),
+    ("spmv", spmv),
 ];

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_compact;
+mod bench_segreduce;
 mod demo;
 mod info;
 mod occupancy;
@@ -27,7 +28,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the seed demonstrations (all when no name): scan, max-reduce, sort-keys, sort-pairs
+    /// Run the seed demonstrations (all when no name): scan, max-reduce, sort-keys, sort-pairs,
+    /// segreduce-csr, reduce-by-key, spmv
     Demo {
         /// Demonstrations to run, in order (all when none is named)
         #[arg(value_name = "NAME", value_parser = PossibleValuesParser::new(demo::DEMOS.iter().map(|d| d.0)))]

@@ -1,9 +1,11 @@
 //! Peer benchmarks: reference implementations measured in the same run as
 //! mgpu, so `mgpu bench` can report how it compares.
 //!
-//! The only peer today is NVIDIA CUB. Its harness (`peers/cub_bench.cu`) is
-//! embedded in the binary, built on first use with `nvcc` and cached on disk
-//! keyed by a hash of the source and the build flags.
+//! The peers are NVIDIA CUB and, for SpMV, cuSPARSE. Their harness
+//! (`peers/cub_bench.cu`) is embedded in the binary, built on first use with
+//! `nvcc` (linked with `-lcusparse`) and cached on disk keyed by a hash of the
+//! source and the build flags. Where cuSPARSE cannot be built or linked, the
+//! harness is built without it (its `spmv` then says unsupported).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -16,6 +18,11 @@ pub const CUB_BENCH_SOURCE: &str = include_str!("../../peers/cub_bench.cu");
 
 /// Flags passed to nvcc (before `-o <exe> <src>`). Part of the cache key.
 const NVCC_FLAGS: &[&str] = &["-O3", "-std=c++17", "-arch=sm_90"];
+
+/// The build with cuSPARSE: extra flags (none) and libraries (after the source).
+const WITH_CUSPARSE: (&[&str], &[&str]) = (&[], &["-lcusparse"]);
+/// The fallback without it.
+const WITHOUT_CUSPARSE: (&[&str], &[&str]) = (&["-DCUB_BENCH_NO_CUSPARSE"], &[]);
 
 /// Exit status with which the harness says an algorithm is not available.
 const EXIT_UNSUPPORTED: i32 = 3;
@@ -33,6 +40,8 @@ pub struct PeerResult {
     pub min_ms: f64,
     /// `ok`, `FAIL` or `skip`, as the harness printed it.
     pub check: String,
+    /// The checksum of the generated geometry (`geom=`, segreduce and spmv).
+    pub geometry: Option<String>,
 }
 
 impl Peer {
@@ -50,45 +59,18 @@ impl Peer {
         let dir = mgpu::cuda::jit::cache_dir()
             .ok_or_else(|| "cannot find a cache directory: set MGPU_CACHE_DIR or HOME".to_string())?
             .join("peers");
-        let key = format!("{:016x}", source_key(CUB_BENCH_SOURCE, NVCC_FLAGS));
-        let exe = dir.join(format!("cub_bench-{key}"));
-        if is_file(&exe) {
-            return Ok(Some(Peer { exe }));
+        // With cuSPARSE; a failure is remembered (`.failed`, with nvcc's output) so later runs go
+        // straight to the build without it.
+        match build_variant(&nvcc, &dir, WITH_CUSPARSE) {
+            Ok(exe) => Ok(Some(Peer { exe })),
+            Err(e) => {
+                eprintln!(
+                    "warning: the peer with cuSPARSE did not build; building it without (no SpMV \
+                     peer):\n{e}"
+                );
+                build_variant(&nvcc, &dir, WITHOUT_CUSPARSE).map(|exe| Some(Peer { exe }))
+            }
         }
-
-        fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create cache directory {}: {e}", dir.display()))?;
-        let src = dir.join(format!("cub_bench-{key}.cu"));
-        fs::write(&src, CUB_BENCH_SOURCE)
-            .map_err(|e| format!("cannot write {}: {e}", src.display()))?;
-        // Build to a private name, then rename into place, so a killed or
-        // concurrent build never leaves a half-written binary under the final name.
-        let tmp_exe = dir.join(format!("cub_bench-{key}.tmp{}", std::process::id()));
-
-        eprintln!("building the CUB peer with nvcc (a few minutes)...");
-        let output = Command::new(&nvcc)
-            .args(NVCC_FLAGS)
-            .arg("-o")
-            .arg(&tmp_exe)
-            .arg(&src)
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
-        if !output.status.success() {
-            let _ = fs::remove_file(&tmp_exe);
-            let mut msg = format!(
-                "{} failed ({}) building the CUB peer:\n",
-                nvcc.display(),
-                output.status
-            );
-            msg.push_str(&String::from_utf8_lossy(&output.stdout));
-            msg.push_str(&String::from_utf8_lossy(&output.stderr));
-            return Err(msg);
-        }
-        fs::rename(&tmp_exe, &exe).map_err(|e| {
-            let _ = fs::remove_file(&tmp_exe);
-            format!("cannot move the built peer to {}: {e}", exe.display())
-        })?;
-        Ok(Some(Peer { exe }))
     }
 
     /// Uses an already-built harness binary.
@@ -121,12 +103,38 @@ impl Peer {
         reps: u32,
         param: Option<u64>,
     ) -> Result<PeerResult, String> {
+        self.run_args(algo, ty, n, reps, param.map(|p| p.to_string()))
+    }
+
+    /// Runs one measurement whose parameter is a word: the segment distribution of `segreduce`
+    /// (`fixed-L`, `uniform-M`, `powerlaw`, `one`, `empty-M`) or the matrix of `spmv`
+    /// (`random-M`, `powerlaw`, `stencil2d`, `stencil3d`). Its result carries the geometry's
+    /// checksum.
+    pub fn run_spec(
+        &self,
+        algo: &str,
+        ty: &str,
+        n: u64,
+        reps: u32,
+        spec: &str,
+    ) -> Result<PeerResult, String> {
+        self.run_args(algo, ty, n, reps, Some(spec.to_string()))
+    }
+
+    fn run_args(
+        &self,
+        algo: &str,
+        ty: &str,
+        n: u64,
+        reps: u32,
+        param: Option<String>,
+    ) -> Result<PeerResult, String> {
         let output = Command::new(&self.exe)
-            .args(harness_args(algo, ty, n, reps, param))
+            .args(harness_args(algo, ty, n, reps, param.as_deref()))
             .output()
             .map_err(|e| format!("cannot run {}: {e}", self.exe.display()))?;
         // Names the measurement in errors; the param only where one was given.
-        let what = match param {
+        let what = match &param {
             Some(p) => format!("{algo} {ty} n={n} param={p}"),
             None => format!("{algo} {ty} n={n}"),
         };
@@ -156,16 +164,82 @@ impl Peer {
     }
 }
 
+/// Builds (or finds in the cache) the harness with `flags` before the source and `libs` after
+/// it; returns the executable. A failed build leaves `<name>.failed` with nvcc's output, which
+/// later calls return as the error without building again.
+fn build_variant(
+    nvcc: &Path,
+    dir: &Path,
+    (flags, libs): (&[&str], &[&str]),
+) -> Result<PathBuf, String> {
+    let all: Vec<&str> = NVCC_FLAGS
+        .iter()
+        .chain(flags)
+        .chain(libs)
+        .copied()
+        .collect();
+    let key = format!("{:016x}", source_key(CUB_BENCH_SOURCE, &all));
+    let exe = dir.join(format!("cub_bench-{key}"));
+    if is_file(&exe) {
+        return Ok(exe);
+    }
+    let failed = dir.join(format!("cub_bench-{key}.failed"));
+    if let Ok(log) = fs::read_to_string(&failed) {
+        return Err(format!(
+            "{log}\n(remembered from an earlier build; delete {} to try again)",
+            failed.display()
+        ));
+    }
+
+    fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create cache directory {}: {e}", dir.display()))?;
+    let src = dir.join(format!("cub_bench-{key}.cu"));
+    fs::write(&src, CUB_BENCH_SOURCE)
+        .map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+    // Build to a private name, then rename into place, so a killed or
+    // concurrent build never leaves a half-written binary under the final name.
+    let tmp_exe = dir.join(format!("cub_bench-{key}.tmp{}", std::process::id()));
+
+    eprintln!("building the CUB peer with nvcc (a few minutes)...");
+    let output = Command::new(nvcc)
+        .args(NVCC_FLAGS)
+        .args(flags)
+        .arg("-o")
+        .arg(&tmp_exe)
+        .arg(&src)
+        .args(libs)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
+    if !output.status.success() {
+        let _ = fs::remove_file(&tmp_exe);
+        let mut msg = format!(
+            "{} {} failed ({}) building the CUB peer:\n",
+            nvcc.display(),
+            all.join(" "),
+            output.status
+        );
+        msg.push_str(&String::from_utf8_lossy(&output.stdout));
+        msg.push_str(&String::from_utf8_lossy(&output.stderr));
+        let _ = fs::write(&failed, &msg);
+        return Err(msg);
+    }
+    fs::rename(&tmp_exe, &exe).map_err(|e| {
+        let _ = fs::remove_file(&tmp_exe);
+        format!("cannot move the built peer to {}: {e}", exe.display())
+    })?;
+    Ok(exe)
+}
+
 /// The harness's command line after the program name:
 /// `<algo> <type> <n> <reps> [param]`.
-fn harness_args(algo: &str, ty: &str, n: u64, reps: u32, param: Option<u64>) -> Vec<String> {
+fn harness_args(algo: &str, ty: &str, n: u64, reps: u32, param: Option<&str>) -> Vec<String> {
     let mut args = vec![
         algo.to_string(),
         ty.to_string(),
         n.to_string(),
         reps.to_string(),
     ];
-    args.extend(param.map(|p| p.to_string()));
+    args.extend(param.map(str::to_string));
     args
 }
 
@@ -201,6 +275,7 @@ pub fn parse_output(stdout: &str) -> Result<PeerResult, String> {
             .get("check")
             .map(|s| s.to_string())
             .unwrap_or_else(|| "skip".to_string()),
+        geometry: fields.get("geom").map(|s| s.to_string()),
     })
 }
 
@@ -292,8 +367,12 @@ mod tests {
             ["reduce", "i32", "1024", "20"]
         );
         assert_eq!(
-            harness_args("select-if", "f64", 1 << 28, 10, Some(0)),
+            harness_args("select-if", "f64", 1 << 28, 10, Some("0")),
             ["select-if", "f64", "268435456", "10", "0"]
+        );
+        assert_eq!(
+            harness_args("segreduce", "i32", 1 << 20, 20, Some("uniform-500")),
+            ["segreduce", "i32", "1048576", "20", "uniform-500"]
         );
     }
 
@@ -304,6 +383,20 @@ mod tests {
         let r = parse_output(out).unwrap();
         assert_eq!(r.median_ms, 0.02);
         assert_eq!(r.check, "ok");
+    }
+
+    #[test]
+    fn geometry_checksum_is_read() {
+        let out = "peer=cub algo=segreduce type=i32 n=1000 param=fixed-2 median_ms=0.02 \
+                   min_ms=0.019 check=ok geom=0123456789abcdef\n";
+        let r = parse_output(out).unwrap();
+        assert_eq!(r.geometry.as_deref(), Some("0123456789abcdef"));
+        assert_eq!(
+            parse_output("peer=cub median_ms=1 min_ms=0.5")
+                .unwrap()
+                .geometry,
+            None
+        );
     }
 
     #[test]

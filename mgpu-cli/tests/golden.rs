@@ -85,6 +85,42 @@ fn demo_sort_pairs_matches_the_seed() {
     }
 }
 
+/// The seed's segmented reduction demos (segment starts 0 9 19 25 71 87 97; keys in runs), cut
+/// from its printed output.
+#[test]
+fn demo_segreduce_csr_matches_the_seed() {
+    for b in backends() {
+        assert_eq!(
+            demo("segreduce-csr", b).unwrap(),
+            include_str!("golden/segreduce-csr.txt"),
+            "backend {b}"
+        );
+    }
+}
+
+#[test]
+fn demo_reduce_by_key_matches_the_seed() {
+    for b in backends() {
+        assert_eq!(
+            demo("reduce-by-key", b).unwrap(),
+            include_str!("golden/reduce-by-key.txt"),
+            "backend {b}"
+        );
+    }
+}
+
+/// The SpMV demo (no seed output to match): y = A * x of its 6 x 6 matrix with an empty row.
+#[test]
+fn demo_spmv_prints_the_product() {
+    for b in backends() {
+        let out = demo("spmv", b).unwrap();
+        assert!(
+            out.contains("y = A * x:\n    0:   -3.00  13.50  14.00   0.00   7.00  21.00\n"),
+            "backend {b}:\n{out}"
+        );
+    }
+}
+
 #[test]
 fn forcing_cuda_without_a_gpu_is_a_clear_error() {
     if mgpu::Context::cuda().is_ok() {
