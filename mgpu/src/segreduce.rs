@@ -13,6 +13,11 @@
 //! must lie in range. A violation is an [`Error::InvalidArgument`](crate::Error) that names the
 //! first bad index; nothing is written. On the GPU the check is one kernel and one small read-back.
 //! A plan ([`SegPlan`], [`SpmvPlan`]) checks and partitions a geometry once, for many values.
+//!
+//! On the GPU, segments that span tiles are joined through the decoupled look-back in the order
+//! it finds its predecessors: for floating-point values the last bits of such segments may differ
+//! from run to run (like the look-back scan's); integers and other exactly associative operators
+//! give the same result every time.
 
 use crate::buffer::{input, output, View, ViewMut};
 use crate::context::{Backend, Context};
