@@ -1,6 +1,9 @@
 //! `mgpu bench`: throughput of a primitive against a device memcpy of the same size and against
-//! CUB, all measured in the same run (CUDA events, warm-up, median).
+//! CUB, all measured in the same run (CUDA events, warm-up, median). Tables on stdout (with the
+//! tuning in effect on every row), `--json` / `--csv` for programs, `--chart` for SVG charts, a
+//! progress bar on stderr.
 
+use crate::output::{self, Record};
 use crate::peers::Peer;
 use mgpu::{Arithmetic, Buffer, Comparator, Context, Element, Map, Op, ScanOptions};
 use std::time::Instant;
@@ -19,10 +22,12 @@ struct Args {
     /// `--offset K`: run on views starting K elements into their buffers (K = 1: not 16-byte
     /// aligned).
     offset: usize,
+    /// `--chart DIR`: write an SVG chart per primitive and type there.
+    chart: Option<std::path::PathBuf>,
 }
 
 /// The primitives `mgpu bench` measures.
-const PRIMITIVES: &[&str] = &[
+pub(crate) const PRIMITIVES: &[&str] = &[
     "reduce",
     "scan",
     "sort",
@@ -54,7 +59,13 @@ segreduce (CSR segmented sum; i32 by default, also i64, f32, f64) runs segment l
 DeviceSegmentedReduce::Sum. spmv (y = A * x; f32 and f64; --sizes: log2 of the nonzeros) runs
 random rows (mean 32 nonzeros), power-law rows, and the 2-D 5-point and 3-D 7-point Poisson
 stencils, against cuSPARSE's SpMV (CSR_ALG1). Both report the one-shot call (validation and
-partition included) and the apply after a plan, and a memcpy of the same bytes; sizes up to 2^30.";
+partition included) and the apply after a plan, and a memcpy of the same bytes; sizes up to 2^30.
+
+Every row names the tuning it ran with (NTxVTxOCC), and the header the tuning file in effect
+(MGPU_TUNING, else the default location ~/.config/mgpu/tuning.txt, else the built-in tables; see
+`mgpu tune`). --json prints the rows as a JSON array on stdout instead of the tables; --csv FILE
+writes them as CSV; --chart DIR draws throughput against size as SVG. A progress bar is drawn on
+stderr when it is a terminal.";
 
 /// Every element type `--types` accepts (which of them a primitive supports is checked when it
 /// runs).
@@ -66,9 +77,10 @@ pub struct BenchArgs {
     /// The primitive to measure
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(PRIMITIVES))]
     primitive: String,
-    /// Sizes, log2 of the element count: A..B or one A (at most 32)
-    #[arg(long, value_name = "A..B", default_value = "16..28", value_parser = parse_sizes)]
-    sizes: std::ops::RangeInclusive<u32>,
+    /// Sizes, log2 of the element count: A..B or one A (at most 32) [default: 16..28; 24 with
+    /// --quick]
+    #[arg(long, value_name = "A..B", value_parser = parse_sizes)]
+    sizes: Option<std::ops::RangeInclusive<u32>>,
     /// Element types, comma-separated (default i32,i64,f32,f64; i32,i64 for the compaction
     /// family; i32 for segreduce; f32,f64 for spmv); also u32, u64, and u8, u16 for reduce and
     /// scan (no CUB peer for those two)
@@ -80,12 +92,24 @@ pub struct BenchArgs {
         hide_possible_values = true
     )]
     types: Vec<String>,
-    /// Timed runs per measurement, of which the median is reported (at least 10)
-    #[arg(long, value_name = "N", default_value_t = 20)]
-    reps: usize,
+    /// Timed runs per measurement, of which the median is reported (at least 10) [default: 20;
+    /// 10 with --quick]
+    #[arg(long, value_name = "N")]
+    reps: Option<usize>,
+    /// A short run: one moderate size (2^24) and 10 runs per measurement, unless --sizes or
+    /// --reps say otherwise
+    #[arg(long)]
+    quick: bool,
     /// Also write the results to FILE as CSV
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
+    /// Print the results as a JSON array on stdout instead of the tables
+    #[arg(long)]
+    json: bool,
+    /// Write an SVG chart per primitive and type (throughput vs. size: mgpu, the peers, memcpy)
+    /// into DIR
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "bench-charts")]
+    chart: Option<std::path::PathBuf>,
     /// Skip the CUB comparison (do not build the peer)
     #[arg(long)]
     no_peer: bool,
@@ -136,16 +160,22 @@ impl From<BenchArgs> for Args {
         } else {
             ["i32", "i64", "f32", "f64"].map(String::from).to_vec()
         };
+        let (default_sizes, default_reps) = if b.quick {
+            (24..=24, 10)
+        } else {
+            (16..=28, 20)
+        };
         Args {
             primitive: b.primitive,
-            sizes: b.sizes,
+            sizes: b.sizes.unwrap_or(default_sizes),
             types,
-            reps: b.reps.max(10),
+            reps: b.reps.unwrap_or(default_reps).max(10),
             csv: b.csv,
             peer: !b.no_peer,
             deterministic: b.deterministic,
             transform: matches!(b.transform, Some(Transform::Square)),
             offset: b.offset,
+            chart: b.chart,
         }
     }
 }
@@ -273,12 +303,15 @@ fn peer_ms(peer: Option<&Peer>, algo: &str, ty: &str, n: u64, reps: usize) -> Op
     match p.run(algo, ty, n, reps as u32) {
         Ok(r) => {
             if r.check != "ok" {
-                eprintln!("warning: CUB {algo} {ty} n={n}: self-check {}", r.check);
+                output::note(format!(
+                    "warning: CUB {algo} {ty} n={n}: self-check {}",
+                    r.check
+                ));
             }
             Some(r.median_ms)
         }
         Err(e) => {
-            eprintln!("warning: CUB peer {algo} failed: {e}");
+            output::note(format!("warning: CUB peer {algo} failed: {e}"));
             None
         }
     }
@@ -291,13 +324,13 @@ pub(crate) fn report_first_use(
     before: mgpu::cuda::jit::JitStats,
 ) {
     let after = mgpu::cuda::jit::stats();
-    eprintln!(
+    output::note(format!(
         "{what} {ty}: first call {:.1} ms ({} kernels compiled in {} ms, {} from the disk cache)",
         t.elapsed().as_secs_f64() * 1e3,
         after.compiles - before.compiles,
         after.compile_ms - before.compile_ms,
         after.disk_hits - before.disk_hits
-    );
+    ));
 }
 
 /// Reduce and scan.
@@ -344,6 +377,7 @@ fn bench_type<T: BenchElement>(
     };
     let mut rows = Vec::new();
     for log2 in a.sizes.clone() {
+        output::working_on(format!("{} {ty} 2^{log2}", a.primitive));
         let n = 1usize << log2;
         let input = ctx
             .upload(&random::<T>(n + a.offset))
@@ -388,6 +422,7 @@ fn bench_type<T: BenchElement>(
             print_row(&row);
             rows.push(row);
         }
+        output::tick("");
     }
     Ok(rows)
 }
@@ -411,6 +446,7 @@ fn bench_sort_type<T: BenchElement>(
     };
     let mut rows = Vec::new();
     for log2 in a.sizes.clone() {
+        output::working_on(format!("{} {ty} 2^{log2}", a.primitive));
         let n = 1usize << log2;
         // With --offset, keys and values are views `off..` of buffers of n + off elements.
         let off = a.offset;
@@ -475,6 +511,7 @@ fn bench_sort_type<T: BenchElement>(
             print_row(&row);
             rows.push(row);
         }
+        output::tick("");
     }
     Ok(rows)
 }
@@ -486,6 +523,7 @@ fn traffic(variant: &str, n: usize, size: usize) -> f64 {
     (passes * n * size) as f64
 }
 
+/// A row of the table, with the tuning it ran with as the last column.
 pub(crate) fn print_row(r: &Row) {
     let n = (1u64 << r.log2) as f64;
     let mut peers = String::new();
@@ -495,8 +533,8 @@ pub(crate) fn print_row(r: &Row) {
             None => format!(" {:>9} {:>7}", "-", "-"),
         };
     }
-    println!(
-        "{:<26} {:<4} 2^{:<3} {:>9.4} {:>9.2} {:>8.1} {:>9.4} {:>7.3}{peers}",
+    output::line(format!(
+        "{:<26} {:<4} 2^{:<3} {:>9.4} {:>9.2} {:>8.1} {:>9.4} {:>7.3}{peers} {:>10}",
         r.variant,
         r.ty,
         r.log2,
@@ -505,24 +543,55 @@ pub(crate) fn print_row(r: &Row) {
         r.bytes / r.ms / 1e6,
         r.memcpy_ms,
         r.memcpy_ms / r.ms,
-    );
+        crate::tune::tuning_label(&r.variant, &r.ty),
+    ));
+}
+
+impl Row {
+    /// The row as a record of `primitive`'s bench.
+    fn record(&self, primitive: &str) -> Record {
+        Record {
+            primitive: primitive.to_string(),
+            variant: self.variant.clone(),
+            ty: self.ty.clone(),
+            log2: self.log2,
+            items: (1u64 << self.log2) as f64,
+            ms: self.ms,
+            bytes: self.bytes,
+            memcpy_ms: self.memcpy_ms,
+            peers: self
+                .peers
+                .iter()
+                .map(|(name, ms)| (name.to_string(), *ms))
+                .collect(),
+            extra: Vec::new(),
+            tuning: crate::tune::tuning_label(&self.variant, &self.ty),
+        }
+    }
 }
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
+    let json = args.json;
+    output::set_json(json);
     let a = Args::from(args);
+    // A tuning file that cannot be used fails here, with its name, rather than in the first call.
+    let (source, _) = mgpu::tuning::check().map_err(|e| e.to_string())?;
     let ctx = Context::new().map_err(|e| e.to_string())?;
+    crate::tune::set_arch(ctx.arch().unwrap_or(90));
     if !ctx.is_gpu() {
-        eprintln!("warning: no GPU; timing the CPU backend (wall clock), no peer");
+        output::note("warning: no GPU; timing the CPU backend (wall clock), no peer");
     }
     let peer = if a.peer && ctx.is_gpu() {
         match Peer::build() {
             Ok(Some(p)) => Some(p),
             Ok(None) => {
-                eprintln!("note: nvcc not found; no CUB comparison");
+                output::note("note: nvcc not found; no CUB comparison");
                 None
             }
             Err(e) => {
-                eprintln!("warning: building the CUB peer failed; no CUB comparison:\n{e}");
+                output::note(format!(
+                    "warning: building the CUB peer failed; no CUB comparison:\n{e}"
+                ));
                 None
             }
         }
@@ -534,14 +603,19 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     } else {
         ""
     };
-    println!(
+    output::line(format!(
         "# mgpu bench {}{algo} on {}, median of {} runs (CUDA events), ratios > 1: mgpu faster",
         a.primitive,
         ctx.description(),
         a.reps
-    );
-    if SEGMENTED.contains(&a.primitive.as_str()) {
-        return crate::bench_segreduce::run(
+    ));
+    output::line(format!(
+        "# tuning: {source}; each row's NTxVTxOCC in the last column"
+    ));
+    let steps = (a.types.len() * a.sizes.clone().count()) as u64;
+    let _bar = output::Progress::new(steps, &format!("bench {}", a.primitive));
+    let records = if SEGMENTED.contains(&a.primitive.as_str()) {
+        crate::bench_segreduce::run(
             &ctx,
             &a.primitive,
             &a.types,
@@ -549,8 +623,28 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             a.reps,
             a.csv.as_deref(),
             peer.as_ref(),
-        );
+        )?
+    } else {
+        let rows = bench_rows(&ctx, &a, peer.as_ref())?;
+        if let Some(path) = &a.csv {
+            write_csv(path, &rows)?;
+        }
+        rows.iter().map(|r| r.record(&a.primitive)).collect()
+    };
+    drop(_bar);
+    if json {
+        output::print_json(&records, &source.to_string());
     }
+    if let Some(dir) = &a.chart {
+        for path in crate::chart::write(dir, &records)? {
+            output::note(format!("chart: {}", path.display()));
+        }
+    }
+    Ok(())
+}
+
+/// The table's rows for every primitive but segreduce and spmv.
+fn bench_rows(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Row>, String> {
     let mut header = format!(
         "{:<26} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
         "prim",
@@ -567,46 +661,46 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     if a.primitive == "sort" {
         header += &format!(" {:>9} {:>7}", "radix_ms", "vs_radx");
     }
-    println!("{header}");
+    header += &format!(" {:>10}", "tuning");
+    output::line(header);
     let sorting = a.primitive == "sort" || a.primitive == "merge";
     let mut rows = Vec::new();
     if COMPACTION.contains(&a.primitive.as_str()) {
         for ty in &a.types {
             for log2 in a.sizes.clone() {
-                let (p, prim) = (peer.as_ref(), a.primitive.as_str());
+                let prim = a.primitive.as_str();
+                output::working_on(format!("{prim} {ty} 2^{log2}"));
                 let r = match ty.as_str() {
-                    "i32" => crate::bench_compact::bench::<i32>(&ctx, prim, ty, log2, a.reps, p),
-                    "i64" => crate::bench_compact::bench::<i64>(&ctx, prim, ty, log2, a.reps, p),
+                    "i32" => crate::bench_compact::bench::<i32>(ctx, prim, ty, log2, a.reps, peer),
+                    "i64" => crate::bench_compact::bench::<i64>(ctx, prim, ty, log2, a.reps, peer),
                     other => Err(format!(
                         "bench: unsupported type `{other}` for {prim} (i32, i64)"
                     )),
                 }?;
                 rows.extend(r);
+                output::tick("");
             }
         }
+        return Ok(rows);
     }
-    for ty in a
-        .types
-        .iter()
-        .filter(|_| !COMPACTION.contains(&a.primitive.as_str()))
-    {
-        let p = peer.as_ref();
+    for ty in &a.types {
+        let p = peer;
         let r = match (ty.as_str(), sorting) {
-            ("i32", false) => bench_type::<i32>(&ctx, &a, ty, p),
-            ("i64", false) => bench_type::<i64>(&ctx, &a, ty, p),
-            ("u32", false) => bench_type::<u32>(&ctx, &a, ty, p),
-            ("u64", false) => bench_type::<u64>(&ctx, &a, ty, p),
-            ("f32", false) => bench_type::<f32>(&ctx, &a, ty, p),
-            ("f64", false) => bench_type::<f64>(&ctx, &a, ty, p),
+            ("i32", false) => bench_type::<i32>(ctx, a, ty, p),
+            ("i64", false) => bench_type::<i64>(ctx, a, ty, p),
+            ("u32", false) => bench_type::<u32>(ctx, a, ty, p),
+            ("u64", false) => bench_type::<u64>(ctx, a, ty, p),
+            ("f32", false) => bench_type::<f32>(ctx, a, ty, p),
+            ("f64", false) => bench_type::<f64>(ctx, a, ty, p),
             // No CUB peer for sub-word types: the harness is built for the four types above.
-            ("u8", false) => bench_type::<u8>(&ctx, &a, ty, None),
-            ("u16", false) => bench_type::<u16>(&ctx, &a, ty, None),
-            ("i32", true) => bench_sort_type::<i32>(&ctx, &a, ty, p),
-            ("i64", true) => bench_sort_type::<i64>(&ctx, &a, ty, p),
-            ("u32", true) => bench_sort_type::<u32>(&ctx, &a, ty, p),
-            ("u64", true) => bench_sort_type::<u64>(&ctx, &a, ty, p),
-            ("f32", true) => bench_sort_type::<f32>(&ctx, &a, ty, p),
-            ("f64", true) => bench_sort_type::<f64>(&ctx, &a, ty, p),
+            ("u8", false) => bench_type::<u8>(ctx, a, ty, None),
+            ("u16", false) => bench_type::<u16>(ctx, a, ty, None),
+            ("i32", true) => bench_sort_type::<i32>(ctx, a, ty, p),
+            ("i64", true) => bench_sort_type::<i64>(ctx, a, ty, p),
+            ("u32", true) => bench_sort_type::<u32>(ctx, a, ty, p),
+            ("u64", true) => bench_sort_type::<u64>(ctx, a, ty, p),
+            ("f32", true) => bench_sort_type::<f32>(ctx, a, ty, p),
+            ("f64", true) => bench_sort_type::<f64>(ctx, a, ty, p),
             (other, _) => Err(format!(
                 "bench: unsupported type `{other}` (i32, i64, u32, u64, f32, f64; u8 and u16 \
                  for reduce and scan)"
@@ -614,29 +708,32 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         }?;
         rows.extend(r);
     }
-    if let Some(path) = &a.csv {
-        let mut s = String::from("primitive,type,log2n,mgpu_ms,memcpy_ms,cub_ms,radix_ms\n");
-        for r in &rows {
-            let peer = |name: &str| -> String {
-                r.peers
-                    .iter()
-                    .find(|p| p.0 == name)
-                    .and_then(|p| p.1)
-                    .map(|v| v.to_string())
-                    .unwrap_or_default()
-            };
-            s += &format!(
-                "{},{},{},{},{},{},{}\n",
-                r.variant,
-                r.ty,
-                r.log2,
-                r.ms,
-                r.memcpy_ms,
-                peer("cub"),
-                peer("radix")
-            );
-        }
-        std::fs::write(path, s).map_err(|e| format!("writing {path}: {e}"))?;
+    Ok(rows)
+}
+
+/// `--csv FILE`: one line per row (the tuning last).
+fn write_csv(path: &str, rows: &[Row]) -> Result<(), String> {
+    let mut s = String::from("primitive,type,log2n,mgpu_ms,memcpy_ms,cub_ms,radix_ms,tuning\n");
+    for r in rows {
+        let peer = |name: &str| -> String {
+            r.peers
+                .iter()
+                .find(|p| p.0 == name)
+                .and_then(|p| p.1)
+                .map(|v| v.to_string())
+                .unwrap_or_default()
+        };
+        s += &format!(
+            "{},{},{},{},{},{},{},{}\n",
+            r.variant,
+            r.ty,
+            r.log2,
+            r.ms,
+            r.memcpy_ms,
+            peer("cub"),
+            peer("radix"),
+            crate::tune::tuning_label(&r.variant, &r.ty)
+        );
     }
-    Ok(())
+    std::fs::write(path, s).map_err(|e| format!("writing {path}: {e}"))
 }

@@ -95,15 +95,15 @@ fn peer_ms(
     match p.run_with(algo, ty, n, reps as u32, Some(param)) {
         Ok(r) => {
             if r.check != "ok" {
-                eprintln!(
+                crate::output::note(format!(
                     "warning: CUB {algo} {ty} n={n} param={param}: self-check {}",
                     r.check
-                );
+                ));
             }
             Some(r.median_ms)
         }
         Err(e) => {
-            eprintln!("warning: CUB peer {algo} failed: {e}");
+            crate::output::note(format!("warning: CUB peer {algo} failed: {e}"));
             None
         }
     }

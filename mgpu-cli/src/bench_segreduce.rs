@@ -12,6 +12,7 @@
 //! `unit(rand_bits(10, j))`, `unit` mapping 64 bits to [0, 1) like the harness's `value_from_bits`.
 
 use crate::bench::{report_first_use, time};
+use crate::output::{self, Record};
 use crate::peers::Peer;
 use mgpu::{Arithmetic, Context, Element, Op};
 use std::time::Instant;
@@ -445,8 +446,8 @@ fn opt(v: Option<f64>, width: usize, prec: usize) -> String {
 }
 
 fn print_header(count: &str, peer: &str) {
-    println!(
-        "{:<28} {:<4} {:<5} {:>10} {:>9} {:>8} {:>8} {:>9} {:>7} {:>9} {:>7} {:>9} {:>9}",
+    output::line(format!(
+        "{:<28} {:<4} {:<5} {:>10} {:>9} {:>8} {:>8} {:>9} {:>7} {:>9} {:>7} {:>9} {:>9} {:>10}",
         "prim",
         "type",
         "n",
@@ -459,14 +460,15 @@ fn print_header(count: &str, peer: &str) {
         format!("{peer}_ms"),
         format!("vs_{peer}"),
         "extra_ms",
-        "plan_ms"
-    );
+        "plan_ms",
+        "tuning"
+    ));
 }
 
 fn print_line(l: &Line) {
     let peer_ratio = l.peer_ms.map(|p| p / l.ms);
-    println!(
-        "{:<28} {:<4} 2^{:<3} {:>10} {:>9.4} {:>8.2} {:>8.1} {:>9.4} {:>7.3} {} {} {} {}",
+    output::line(format!(
+        "{:<28} {:<4} 2^{:<3} {:>10} {:>9.4} {:>8.2} {:>8.1} {:>9.4} {:>7.3} {} {} {} {} {:>10}",
         l.variant,
         l.ty,
         l.log2,
@@ -480,7 +482,32 @@ fn print_line(l: &Line) {
         opt(peer_ratio, 7, 3),
         opt(l.extra_ms, 9, 4),
         opt(l.plan_ms, 9, 4),
-    );
+        crate::tune::tuning_label(&l.variant, &l.ty),
+    ));
+}
+
+impl Line {
+    /// The line as a record of `primitive`'s bench (segments or rows, and the one-shot's extra
+    /// time and the plan's build time among its extra numbers).
+    fn record(&self, primitive: &str, peer: &str) -> Record {
+        Record {
+            primitive: primitive.to_string(),
+            variant: self.variant.clone(),
+            ty: self.ty.clone(),
+            log2: self.log2,
+            items: self.items as f64,
+            ms: self.ms,
+            bytes: self.bytes,
+            memcpy_ms: self.memcpy_ms,
+            peers: vec![(peer.to_string(), self.peer_ms)],
+            extra: vec![
+                ("segments", Some(self.segments as f64)),
+                ("extra_ms", self.extra_ms),
+                ("plan_ms", self.plan_ms),
+            ],
+            tuning: crate::tune::tuning_label(&self.variant, &self.ty),
+        }
+    }
 }
 
 fn err(e: mgpu::Error) -> String {
@@ -526,15 +553,15 @@ fn peer_ms(
                 }
             }
             if r.check != "ok" {
-                eprintln!(
+                output::note(format!(
                     "warning: {name} {algo} {ty} n={n} {spec}: self-check {}",
                     r.check
-                );
+                ));
             }
             Ok(Some(r.median_ms))
         }
         Err(e) => {
-            eprintln!("warning: {name} peer {algo} {spec} failed: {e}");
+            output::note(format!("warning: {name} peer {algo} {spec} failed: {e}"));
             Ok(None)
         }
     }
@@ -798,7 +825,8 @@ fn bench_spmv<T: SpmvValue>(
     Ok(lines)
 }
 
-/// `mgpu bench segreduce` or `mgpu bench spmv`: every type and size, then the CSV if asked.
+/// `mgpu bench segreduce` or `mgpu bench spmv`: every type and size, then the CSV if asked; the
+/// records for JSON and charts.
 pub(crate) fn run(
     ctx: &Context,
     primitive: &str,
@@ -807,7 +835,7 @@ pub(crate) fn run(
     reps: usize,
     csv: Option<&str>,
     peer: Option<&Peer>,
-) -> Result<(), String> {
+) -> Result<Vec<Record>, String> {
     if *sizes.end() > MAX_LOG2 {
         return Err(format!(
             "bench {primitive}: sizes up to 2^{MAX_LOG2} (the peers take 32-bit signed offsets \
@@ -816,27 +844,30 @@ pub(crate) fn run(
     }
     let spmv = primitive == "spmv";
     if spmv {
-        println!(
+        output::line(
             "# y = A * x (multiplies, plus), --sizes: log2 of the nonzeros; rows = matrix rows; \
-             bytes: values, columns, row offsets, y and x"
+             bytes: values, columns, row offsets, y and x",
         );
-        println!("# peer: cuSPARSE cusparseSpMV, CSR, CUSPARSE_SPMV_CSR_ALG1, 32-bit indices");
+        output::line("# peer: cuSPARSE cusparseSpMV, CSR, CUSPARSE_SPMV_CSR_ALG1, 32-bit indices");
     } else {
-        println!(
-            "# sum per segment, u32 offsets; segs = segments; bytes: values, offsets, results"
+        output::line(
+            "# sum per segment, u32 offsets; segs = segments; bytes: values, offsets, results",
         );
-        println!("# peer: CUB DeviceSegmentedReduce::Sum (begin offsets, end offsets = begin + 1)");
+        output::line(
+            "# peer: CUB DeviceSegmentedReduce::Sum (begin offsets, end offsets = begin + 1)",
+        );
     }
-    println!(
+    output::line(
         "# vs_mcpy: bandwidth of the bytes that must move / memcpy's (it moves the same bytes); \
          extra_ms: one-shot minus apply (validation with its read-back, partition); plan_ms: \
-         building the plan (outside the apply timing)"
+         building the plan (outside the apply timing)",
     );
     let peer_name = if spmv { "csp" } else { "cub" };
     print_header(if spmv { "rows" } else { "segs" }, peer_name);
     let mut lines = Vec::new();
     for ty in types {
         for log2 in sizes.clone() {
+            output::working_on(format!("{primitive} {ty} 2^{log2}"));
             let first = log2 == *sizes.start();
             let r = match (spmv, ty.as_str()) {
                 (false, "i32") => bench_segreduce::<i32>(ctx, ty, log2, reps, peer, first),
@@ -853,6 +884,7 @@ pub(crate) fn run(
                 )),
             }?;
             lines.extend(r);
+            output::tick("");
         }
     }
     if let Some(path) = csv {
@@ -880,7 +912,11 @@ pub(crate) fn run(
         }
         std::fs::write(path, s).map_err(|e| format!("writing {path}: {e}"))?;
     }
-    Ok(())
+    let peer_col = if spmv { "cusparse" } else { "cub" };
+    Ok(lines
+        .iter()
+        .map(|l| l.record(primitive, peer_col))
+        .collect())
 }
 
 #[cfg(test)]

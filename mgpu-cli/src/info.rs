@@ -66,19 +66,20 @@ pub fn run() -> Result<(), String> {
         }
         None => println!("kernel cache: none (no MGPU_CACHE_DIR, XDG_CACHE_HOME or HOME)"),
     }
-    match std::env::var_os("MGPU_TUNING").filter(|v| !v.is_empty()) {
-        None => println!("tuning: built-in tables"),
-        Some(file) => {
-            let state = if Path::new(&file).is_file() {
-                "overrides their matching entries"
-            } else {
-                "cannot be read: every primitive will fail"
-            };
-            println!(
-                "tuning: built-in tables; MGPU_TUNING={} {state}",
-                Path::new(&file).display()
-            );
+    match mgpu::tuning::check() {
+        Ok((mgpu::tuning::TuningSource::BuiltIn, _)) => {
+            let default =
+                mgpu::tuning::default_file().map_or("none".into(), |p| p.display().to_string());
+            println!("tuning: built-in tables (no tuning file; default location: {default})")
         }
+        Ok((source, n)) => println!(
+            "tuning: {source}, format version {}, {n} entries over the built-in tables",
+            mgpu::tuning::FILE_VERSION
+        ),
+        Err(e) => println!(
+            "tuning: {}: every primitive will fail: {e}",
+            mgpu::tuning::source()
+        ),
     }
     Ok(())
 }

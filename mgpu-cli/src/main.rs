@@ -3,10 +3,14 @@
 mod bench;
 mod bench_compact;
 mod bench_segreduce;
+mod chart;
 mod demo;
 mod info;
 mod occupancy;
+mod output;
 mod peers;
+mod tune;
+mod warmup;
 
 use clap::builder::PossibleValuesParser;
 use clap::{CommandFactory, Parser, Subcommand};
@@ -19,7 +23,8 @@ use std::process::ExitCode;
     name = "mgpu",
     version,
     after_help = "environment: MGPU_BACKEND=cpu|cuda forces the backend; MGPU_CACHE_DIR sets the \
-                  kernel cache; MGPU_TUNING names a tuning file."
+                  kernel cache; MGPU_TUNING names a tuning file (none: the built-in tables; unset: \
+                  ~/.config/mgpu/tuning.txt if it exists, or $XDG_CONFIG_HOME/mgpu/tuning.txt)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -41,6 +46,11 @@ enum Command {
     /// Every kernel compiled for sm_N: registers, shared memory, local memory, and theoretical
     /// occupancy with its limiter
     Occupancy(occupancy::OccupancyArgs),
+    /// Sweep a primitive's launch parameters (NT x VT x OCC) on this GPU, print the landscape
+    /// and write the best to the tuning file
+    Tune(tune::TuneArgs),
+    /// Fill the kernel cache ahead of time for the named primitives and types
+    Warmup(warmup::WarmupArgs),
     /// The backend, the device, and the JIT cache
     Info,
 }
@@ -52,6 +62,8 @@ fn main() -> ExitCode {
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Info) => info::run(),
         Some(Command::Occupancy(args)) => occupancy::run(args),
+        Some(Command::Tune(args)) => tune::run(args),
+        Some(Command::Warmup(args)) => warmup::run(args),
         None => {
             // As before: `mgpu` alone prints the usage and succeeds.
             let _ = Cli::command().print_help();

@@ -114,7 +114,7 @@ pub struct OccupancyArgs {
 }
 
 /// `--arch 90` or `--arch sm_90`.
-fn parse_arch(v: &str) -> Result<u32, String> {
+pub(crate) fn parse_arch(v: &str) -> Result<u32, String> {
     v.trim_start_matches("sm_")
         .parse::<u32>()
         .map_err(|_| format!("bad arch `{v}` (e.g. 90)"))

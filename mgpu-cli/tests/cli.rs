@@ -6,6 +6,9 @@ fn mgpu(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mgpu"))
         .args(args)
         .env("MGPU_BACKEND", "cpu")
+        // No default tuning file of the machine's user.
+        .env("XDG_CONFIG_HOME", "/nonexistent/mgpu-cli-test")
+        .env_remove("MGPU_TUNING")
         .output()
         .expect("run mgpu")
 }
@@ -99,4 +102,252 @@ fn info_describes_the_cpu_backend() {
     ] {
         assert!(out.contains(what), "no `{what}` in:\n{out}");
     }
+}
+
+/// `mgpu` with extra environment variables.
+fn mgpu_env(args: &[&str], vars: &[(&str, &std::ffi::OsStr)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mgpu"));
+    c.args(args)
+        .env("MGPU_BACKEND", "cpu")
+        .env("XDG_CONFIG_HOME", "/nonexistent/mgpu-cli-test")
+        .env_remove("MGPU_TUNING");
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    c.output().expect("run mgpu")
+}
+
+/// A fresh folder for one test.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("mgpu-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn help_lists_tune_and_warmup() {
+    let out = stdout(&mgpu(&["--help"]));
+    for command in ["tune", "warmup"] {
+        assert!(out.contains(command), "no `{command}` in:\n{out}");
+    }
+}
+
+#[test]
+fn tune_help_lists_its_options() {
+    let o = mgpu(&["tune", "--help"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for what in [
+        "--type",
+        "--size",
+        "--reps",
+        "--output",
+        "--dry-run",
+        "scan",
+        "sort",
+    ] {
+        assert!(out.contains(what), "no `{what}` in:\n{out}");
+    }
+    assert_eq!(mgpu(&["tune", "scna"]).status.code(), Some(2));
+    assert_eq!(
+        mgpu(&["tune", "scan", "--type", "i9"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn warmup_help_lists_its_options() {
+    let o = mgpu(&["warmup", "--help"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for what in ["--types", "--arch", "--jobs", "PRIMITIVE"] {
+        assert!(out.contains(what), "no `{what}` in:\n{out}");
+    }
+    assert!(!out.contains("--worker"), "internal flag shown:\n{out}");
+    assert_eq!(mgpu(&["warmup", "nope"]).status.code(), Some(2));
+}
+
+#[test]
+fn bench_help_lists_the_machine_outputs() {
+    let out = stdout(&mgpu(&["bench", "--help"]));
+    for flag in ["--quick", "--json", "--csv", "--chart"] {
+        assert!(out.contains(flag), "no `{flag}` in:\n{out}");
+    }
+}
+
+#[test]
+fn bench_quick_json_is_a_json_array_of_rows() {
+    let o = mgpu(&["bench", "scan", "--quick", "--json", "--types", "i32"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", stdout(&o)));
+    let rows = rows.as_array().expect("an array");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let r = &rows[0];
+    assert_eq!(r["variant"], "scan");
+    assert_eq!(r["type"], "i32");
+    assert_eq!(r["log2n"], 24);
+    assert!(r["mgpu_ms"].as_f64().unwrap() > 0.0);
+    assert!(r["memcpy_ms"].as_f64().is_some());
+    assert_eq!(r["tuning_source"], "built-in tables");
+    assert!(r["tuning"].as_str().unwrap().contains('x'), "{r}");
+    // No table, no progress bar (stderr is not a terminal).
+    assert!(!stdout(&o).contains("mgpu_ms "), "{}", stdout(&o));
+    assert!(!stderr(&o).contains('['), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_writes_csv_and_svg_charts() {
+    let dir = scratch("chart");
+    let csv = dir.join("rows.csv");
+    let o = mgpu(&[
+        "bench",
+        "reduce",
+        "--sizes",
+        "10..11",
+        "--reps",
+        "10",
+        "--types",
+        "i32,f64",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--chart",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("# tuning: built-in tables"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("reduce ") && l.ends_with("256x16x4")),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("primitive,type,log2n,"), "{text}");
+    assert_eq!(text.lines().count(), 5, "{text}");
+    for ty in ["i32", "f64"] {
+        let svg = std::fs::read_to_string(dir.join(format!("reduce-{ty}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("mgpu reduce") && svg.contains("memcpy"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bench_names_the_tuning_file_in_effect() {
+    let dir = scratch("tuning");
+    std::fs::create_dir_all(dir.join("mgpu")).unwrap();
+    std::fs::write(
+        dir.join("mgpu/tuning.txt"),
+        "mgpu-tuning 1\nscan 90 4 128 15 4\n",
+    )
+    .unwrap();
+    // The default location ($XDG_CONFIG_HOME/mgpu/tuning.txt), MGPU_TUNING being unset.
+    let args = [
+        "bench", "scan", "--sizes", "10", "--reps", "10", "--types", "i32", "--json",
+    ];
+    let o = mgpu_env(&args, &[("XDG_CONFIG_HOME", dir.as_os_str())]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0]["tuning"], "128x15x4");
+    let source = rows[0]["tuning_source"].as_str().unwrap();
+    assert!(
+        source.contains("tuning.txt") && source.contains("default"),
+        "{source}"
+    );
+    // MGPU_TUNING=none: the built-in tables.
+    let none = std::ffi::OsStr::new("none");
+    let o = mgpu_env(
+        &args,
+        &[("XDG_CONFIG_HOME", dir.as_os_str()), ("MGPU_TUNING", none)],
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0]["tuning_source"], "built-in tables");
+    assert_ne!(rows[0]["tuning"], "128x15x4");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_tuning_file_of_another_version_is_a_clear_error() {
+    let dir = scratch("version");
+    let file = dir.join("tuning.txt");
+    std::fs::write(&file, "mgpu-tuning 7\nscan 90 4 128 15 4\n").unwrap();
+    let o = mgpu_env(
+        &["bench", "scan", "--quick", "--types", "i32"],
+        &[("MGPU_TUNING", file.as_os_str())],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("tuning.txt") && err.contains("version 7") && err.contains("mgpu-tuning 1"),
+        "{err}"
+    );
+    let o = mgpu_env(&["info"], &[("MGPU_TUNING", file.as_os_str())]);
+    assert!(stdout(&o).contains("version 7"), "{}", stdout(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The sweep's plumbing (candidates, child benches, landscape, file) on the CPU backend; its
+/// numbers say nothing.
+#[test]
+fn tune_writes_a_versioned_tuning_file() {
+    let dir = scratch("tune");
+    let file = dir.join("out.txt");
+    std::fs::write(&file, "# kept\nreduce 90 4 256 15 4\n").unwrap();
+    let o = mgpu(&[
+        "tune",
+        "scan",
+        "--cpu",
+        "--size",
+        "10",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("NT=64") && out.contains("NT=512") && out.contains('*'),
+        "{out}"
+    );
+    assert!(out.contains("built-in 128x39x11"), "{out}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("mgpu-tuning 1"), "{text}");
+    assert!(text.contains("# kept\nreduce 90 4 256 15 4\n"), "{text}");
+    assert!(text.contains("# mgpu tune scan "), "{text}");
+    let entry = text.lines().last().unwrap();
+    assert!(
+        entry.starts_with("scan ") && entry.contains(" 90 "),
+        "{text}"
+    );
+    // The file is used: `mgpu bench` names it.
+    let o = mgpu_env(
+        &[
+            "bench", "scan", "--sizes", "10", "--reps", "10", "--types", "i32",
+        ],
+        &[("MGPU_TUNING", file.as_os_str())],
+    );
+    assert!(
+        stdout(&o).contains("out.txt (MGPU_TUNING)"),
+        "{}",
+        stdout(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn warmup_compiles_or_says_what_it_needs() {
+    let dir = scratch("warmup");
+    let o = mgpu_env(
+        &["warmup", "scan", "--types", "i32", "--arch", "90"],
+        &[("MGPU_CACHE_DIR", dir.as_os_str())],
+    );
+    if o.status.success() {
+        // NVRTC present: the module is in the cache.
+        let files = std::fs::read_dir(&dir).unwrap().count();
+        assert!(files >= 1, "{}", stderr(&o));
+    } else {
+        assert!(stderr(&o).contains("NVRTC"), "{}", stderr(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,9 +3,32 @@
 //! A [`Tuning`] is NT (threads per CTA), VT (values per thread; a tile is NT x VT), OCC (the minimum
 //! CTAs per SM passed to `__launch_bounds__`) and, for the look-back scan, the back-off delay.
 //! The table below is data: an architecture with no entry inherits the nearest older one, a tuning
-//! file named by `MGPU_TUNING` overrides entries, and every primitive takes a per-call override.
+//! file overrides entries, and every primitive takes a per-call override.
+//!
+//! # Tuning files
+//!
+//! The file in effect is the one `MGPU_TUNING` names; when that variable is unset, the default
+//! location [`default_file`] (`$XDG_CONFIG_HOME/mgpu/tuning.txt`, else
+//! `~/.config/mgpu/tuning.txt`) if it exists; `MGPU_TUNING=none` (or empty) uses the built-in
+//! table alone. [`source`] says which applies. The format, version 1 (what `mgpu tune` writes):
+//!
+//! ```text
+//! mgpu-tuning 1
+//! # comments run from `#` to the end of the line
+//! # family   arch size_class nt vt occ [backoff_ns]
+//! scan       90   4          128 39 11
+//! sort_keys  90   4          256 23 6
+//! ```
+//!
+//! The first line names the format and its version; files without it are read as version 1, and
+//! other versions are rejected. Families: `reduce`, `scan`, `sort_keys`, `sort_pairs`, `compact`,
+//! `segreduce`; `arch` is `major * 10 + minor` (90 for sm_90); `size_class` is 2, 4, 8 or 16 bytes
+//! per tile element ([`size_class`]). An entry overrides the table for its architecture and newer
+//! ones, like the table's own entries.
 
 use crate::error::{invalid, Error, Result};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Launch parameters of one kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -97,7 +120,8 @@ impl Family {
             Family::SegReduce => "segreduce",
         }
     }
-    fn parse(s: &str) -> Option<Family> {
+    /// The family named `s` in tuning files ([`Family::name`]'s inverse).
+    pub fn from_name(s: &str) -> Option<Family> {
         match s {
             "reduce" => Some(Family::Reduce),
             "scan" => Some(Family::Scan),
@@ -120,6 +144,11 @@ fn size_classes(elem_size: usize) -> &'static [u32] {
         5..=8 => &[8],
         _ => &[16],
     }
+}
+
+/// The size class of a tile element of `elem_size` bytes (the most specific one): 2, 4, 8 or 16.
+pub fn size_class(elem_size: usize) -> u32 {
+    size_classes(elem_size)[0]
 }
 
 /// The newest entry for `arch` or older in the most specific size class that has one.
@@ -305,6 +334,14 @@ const TABLE: &[Entry] = &[
     // Keys alone (4 bytes): 128x23x6. Keys with values or lengths (8 bytes): 128x31x4, the
     // largest tile a 32-bit mask of kept items allows. Sub-word keys go through registers and
     // spill at 128x23x6: they keep 128x15x4.
+    // Segmented reduction, sm_90, H100 SXM, 2026-11-23: `mgpu bench segreduce --sizes 26
+    // --no-peer --reps 10` with MGPU_TUNING, i32, apply ms at 2^26 for fixed lengths 1 | 2 | 500
+    // and one segment: 128x15x4 0.547 | 0.485 | 0.376 | 0.358; 128x23x4 0.468 | 0.410 | 0.310 |
+    // 0.301; 128x19x5 0.433 | 0.376 | 0.289 | 0.281; 128x29x4 0.438 | 0.362 | 0.282 | 0.273;
+    // 256x11x3 0.420 | 0.366 | 0.288 | 0.276; 128x23x5 0.421 | 0.346 | 0.269 | 0.260 (best, but
+    // it spills 28 bytes at OCC 5's register cap). 128x27x4 (the "128x29x4" row: VT lowered to
+    // fit 12 bytes per item) is clean and within 2-6% of it.
+    e(Family::SegReduce, 90, 4, 128, 27, 4),
     e(Family::Compact, 90, 2, 128, 15, 4),
     e(Family::Compact, 90, 4, 128, 23, 6),
     e(Family::Compact, 90, 8, 128, 31, 4),
@@ -358,36 +395,181 @@ pub fn resolve(
     }
 }
 
-/// Reads `MGPU_TUNING`: lines of `family arch size_class nt vt occ [backoff_ns]`, `#` comments.
-fn file_entries() -> Result<Vec<Entry>> {
-    let Some(path) = std::env::var_os("MGPU_TUNING") else {
-        return Ok(Vec::new());
-    };
-    let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
-        what: format!("reading the tuning file {:?} (MGPU_TUNING)", path),
-        source,
-    })?;
-    parse_tuning_file(&text)
+/// The tuning-file format version this library reads and `mgpu tune` writes.
+pub const FILE_VERSION: u32 = 1;
+
+/// The word that starts a tuning file's first line, followed by the version: `mgpu-tuning 1`.
+pub const FILE_MAGIC: &str = "mgpu-tuning";
+
+/// Where the tunings come from: the built-in table alone, or a tuning file over it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TuningSource {
+    /// The built-in table (no tuning file: `MGPU_TUNING=none`, or unset with no default file).
+    BuiltIn,
+    /// The file named by `MGPU_TUNING`.
+    Env(PathBuf),
+    /// The file at the default location ([`default_file`]), `MGPU_TUNING` being unset.
+    Default(PathBuf),
 }
 
+impl TuningSource {
+    /// The tuning file, if one is in effect.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            TuningSource::BuiltIn => None,
+            TuningSource::Env(p) | TuningSource::Default(p) => Some(p),
+        }
+    }
+}
+
+impl std::fmt::Display for TuningSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TuningSource::BuiltIn => write!(f, "built-in tables"),
+            TuningSource::Env(p) => write!(f, "{} (MGPU_TUNING)", p.display()),
+            TuningSource::Default(p) => write!(f, "{} (default location)", p.display()),
+        }
+    }
+}
+
+/// The default tuning file: `$XDG_CONFIG_HOME/mgpu/tuning.txt`, else `~/.config/mgpu/tuning.txt`
+/// (`None` without either variable). It is read when it exists and `MGPU_TUNING` is unset.
+pub fn default_file() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(d) = var("XDG_CONFIG_HOME") {
+        return Some(PathBuf::from(d).join("mgpu").join("tuning.txt"));
+    }
+    var("HOME").map(|h| {
+        PathBuf::from(h)
+            .join(".config")
+            .join("mgpu")
+            .join("tuning.txt")
+    })
+}
+
+/// Which tuning file is in effect (without reading it): `MGPU_TUNING`'s (`none` or empty: none),
+/// else the default file if it exists, else none. The library reads a file once per process
+/// (and looks for the default file once): a file changed while a process runs is seen by the next.
+pub fn source() -> TuningSource {
+    match std::env::var_os("MGPU_TUNING") {
+        Some(v) if v.is_empty() || v == "none" => TuningSource::BuiltIn,
+        Some(v) => TuningSource::Env(PathBuf::from(v)),
+        None => match default_file() {
+            Some(p) if p.is_file() => TuningSource::Default(p),
+            _ => TuningSource::BuiltIn,
+        },
+    }
+}
+
+/// The tuning file in effect, read and checked: [`source`] and the number of its entries, or the
+/// error every primitive would fail with (an unreadable file, a bad line, an unknown version).
+pub fn check() -> Result<(TuningSource, usize)> {
+    let source = source();
+    let n = file_entries_of(&source)?.len();
+    Ok((source, n))
+}
+
+/// One line of a tuning file for `family` on `arch`, elements of class `size_class`
+/// ([`size_class`]): `family arch size_class nt vt occ [backoff_ns]`.
+pub fn format_entry(family: Family, arch: u32, size_class: u32, t: &Tuning) -> String {
+    let mut line = format!(
+        "{:<10} {arch} {size_class:>2} {:>4} {:>2} {:>2}",
+        family.name(),
+        t.nt,
+        t.vt,
+        t.occ
+    );
+    if t.backoff_ns != 0 {
+        line += &format!(" {}", t.backoff_ns);
+    }
+    line
+}
+
+/// The entries of the tuning file in effect, read once per process and file: every primitive
+/// call looks its tuning up, and reading the file each time cost tens of microseconds a call
+/// (inside the timed region of a benchmark). A file that cannot be read is tried again.
+fn file_entries() -> Result<Arc<Vec<Entry>>> {
+    static DEFAULT: OnceLock<TuningSource> = OnceLock::new();
+    static READ: Mutex<Vec<(TuningSource, Arc<Vec<Entry>>)>> = Mutex::new(Vec::new());
+    let source = match std::env::var_os("MGPU_TUNING") {
+        Some(_) => source(),
+        None => DEFAULT.get_or_init(source).clone(),
+    };
+    if source == TuningSource::BuiltIn {
+        return Ok(Arc::new(Vec::new()));
+    }
+    let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, entries)) = read.iter().find(|(s, _)| *s == source) {
+        return Ok(entries.clone());
+    }
+    let entries = Arc::new(file_entries_of(&source)?);
+    read.push((source, entries.clone()));
+    Ok(entries)
+}
+
+fn file_entries_of(source: &TuningSource) -> Result<Vec<Entry>> {
+    let Some(path) = source.path() else {
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        what: format!("reading the tuning file {source}"),
+        source: e,
+    })?;
+    parse_tuning_file(&text).map_err(|e| match e {
+        Error::InvalidArgument(m) => {
+            Error::InvalidArgument(format!("tuning file {}: {m}", path.display()))
+        }
+        other => other,
+    })
+}
+
+/// Parses a tuning file: an optional `mgpu-tuning VERSION` first line (version 1 when absent),
+/// then lines of `family arch size_class nt vt occ [backoff_ns]`; `#` starts a comment.
 fn parse_tuning_file(text: &str) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
+    let mut first = true;
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
         let f: Vec<&str> = line.split_whitespace().collect();
+        if f[0] == FILE_MAGIC {
+            if !first {
+                return invalid(format!(
+                    "line {}: `{FILE_MAGIC}` belongs on the first line only",
+                    i + 1
+                ));
+            }
+            first = false;
+            match f.get(1).map(|v| v.parse::<u32>()) {
+                Some(Ok(FILE_VERSION)) if f.len() == 2 => continue,
+                Some(Ok(v)) if f.len() == 2 => {
+                    return invalid(format!(
+                        "format version {v}, but this mgpu reads version {FILE_VERSION} only \
+                         (`{FILE_MAGIC} {FILE_VERSION}`); write it again with this version's \
+                         `mgpu tune`, or set MGPU_TUNING=none to use the built-in tables"
+                    ))
+                }
+                _ => {
+                    return invalid(format!(
+                        "line {}: expected `{FILE_MAGIC} {FILE_VERSION}`, got `{line}`",
+                        i + 1
+                    ))
+                }
+            }
+        }
+        first = false;
         let bad = || {
             Error::InvalidArgument(format!(
-                "tuning file line {}: expected `family arch size_class nt vt occ [backoff_ns]`, got `{line}`",
+                "line {}: expected `family arch size_class nt vt occ [backoff_ns]`, got `{line}`",
                 i + 1
             ))
         };
         if f.len() < 6 || f.len() > 7 {
             return Err(bad());
         }
-        let family = Family::parse(f[0]).ok_or_else(bad)?;
+        let family = Family::from_name(f[0]).ok_or_else(bad)?;
         let n: Vec<u32> = f[1..]
             .iter()
             .map(|s| s.parse::<u32>())
@@ -466,5 +648,72 @@ mod tests {
         );
         assert!(parse_tuning_file("scan 90 4 100 11 4\n").is_err());
         assert!(parse_tuning_file("sort 90 4 128 11 4\n").is_err());
+    }
+
+    #[test]
+    fn tuning_file_versions() {
+        // With the header, without it (read as version 1), with comments before it.
+        let v = parse_tuning_file("mgpu-tuning 1\nscan 90 4 128 11 4\n").unwrap();
+        assert_eq!(v[0].tuning, Tuning::new(128, 11, 4));
+        assert_eq!(v[0].family, Family::Scan);
+        let v = parse_tuning_file("# written by hand\nmgpu-tuning 1 # header\n").unwrap();
+        assert!(v.is_empty());
+        assert_eq!(
+            parse_tuning_file("sort_keys 90 4 256 23 6\n")
+                .unwrap()
+                .len(),
+            1
+        );
+        // Another version is rejected, and says which one this library reads.
+        let e = parse_tuning_file("mgpu-tuning 2\nscan 90 4 128 11 4\n")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("version 2") && e.contains("mgpu-tuning 1"),
+            "{e}"
+        );
+        assert!(parse_tuning_file("mgpu-tuning x\n").is_err());
+        assert!(parse_tuning_file("mgpu-tuning 1 2\n").is_err());
+        // The header comes first.
+        assert!(parse_tuning_file("scan 90 4 128 11 4\nmgpu-tuning 1\n").is_err());
+    }
+
+    #[test]
+    fn entries_round_trip_through_the_file_format() {
+        let mut t = Tuning::new(256, 23, 6);
+        let line = format_entry(Family::SortKeys, 90, 4, &t);
+        let v = parse_tuning_file(&format!("{FILE_MAGIC} {FILE_VERSION}\n{line}\n")).unwrap();
+        assert_eq!(
+            (v[0].family, v[0].arch, v[0].size_class),
+            (Family::SortKeys, 90, 4)
+        );
+        assert_eq!(v[0].tuning, t);
+        t.backoff_ns = 100;
+        let v = parse_tuning_file(&format_entry(Family::Scan, 80, 4, &t)).unwrap();
+        assert_eq!(v[0].tuning, t);
+        for f in [
+            Family::Reduce,
+            Family::Scan,
+            Family::SortKeys,
+            Family::SortPairs,
+            Family::Compact,
+            Family::SegReduce,
+        ] {
+            assert_eq!(Family::from_name(f.name()), Some(f));
+        }
+        assert_eq!(
+            (size_class(1), size_class(4), size_class(8), size_class(12)),
+            (2, 4, 8, 16)
+        );
+    }
+
+    #[test]
+    fn the_source_display_names_the_file() {
+        assert_eq!(TuningSource::BuiltIn.to_string(), "built-in tables");
+        assert!(TuningSource::BuiltIn.path().is_none());
+        let s = TuningSource::Env(PathBuf::from("/tmp/t.txt"));
+        assert_eq!(s.to_string(), "/tmp/t.txt (MGPU_TUNING)");
+        assert_eq!(s.path(), Some(Path::new("/tmp/t.txt")));
     }
 }

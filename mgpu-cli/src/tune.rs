@@ -1,0 +1,838 @@
+//! `mgpu tune <primitive>`: sweeps the launch parameters of the primitive's kernel family (NT in
+//! {64, 128, 256, 512}, odd VT, OCC) on the present device, prints the landscape (throughput per
+//! NT x VT, the best marked, as in the seed's mergesort tuning table), and writes the winners to a
+//! tuning file (`mgpu::tuning`'s versioned format) that the library then reads.
+//!
+//! Candidates are pruned before anything runs: a tile over `MAX_TILE_BYTES` fails
+//! `Tuning::validate`; every kernel of the family is compiled for the device's architecture and
+//! a candidate whose ptxas report shows spills or a stack frame, or that cannot be resident, is
+//! dropped (per cell NT x VT, the highest OCC that compiles clean is the one timed). Each survivor
+//! runs in a child process, `mgpu bench <primitive> --sizes N --types T --no-peer --json`, with
+//! `MGPU_TUNING` naming a temporary tuning file of that candidate: the library reads the file when
+//! a primitive is called, and a fresh process has no module compiled with another tuning.
+
+use crate::output::{self, Progress};
+use mgpu::cuda::jit::{self, CompactSpec, KeyTest, Load, Module, Rejected, SegItems};
+use mgpu::cuda::jit::{SegReduceSpec, SortValues};
+use mgpu::cuda::occupancy::{theoretical, SmLimits};
+use mgpu::tuning::{self, Family, Tuning, MAX_TILE_BYTES};
+use mgpu::{Comparator, Context, Element, Equality, Op, Predicate};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+static ARCH: OnceLock<u32> = OnceLock::new();
+
+/// The architecture whose tunings `tuning_label` names (the bench's device; 90 on the CPU).
+pub(crate) fn set_arch(arch: u32) {
+    let _ = ARCH.set(arch);
+}
+
+/// Bytes of an element type of `--types`.
+pub(crate) fn type_size(ty: &str) -> Option<usize> {
+    Some(match ty {
+        "u8" => 1,
+        "u16" => 2,
+        "i32" | "u32" | "f32" => 4,
+        "i64" | "u64" | "f64" => 8,
+        _ => return None,
+    })
+}
+
+/// The kernel family of a bench row's variant and the bytes per element of its tile.
+pub(crate) fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
+    let s = type_size(ty)?;
+    let starts = |p: &str| variant.starts_with(p);
+    Some(if starts("reduce-by-key") {
+        (Family::Compact, 2 * s)
+    } else if starts("reduce") {
+        (Family::Reduce, s)
+    } else if starts("scan") {
+        (Family::Scan, s)
+    } else if starts("sort-pairs") {
+        (Family::SortPairs, 2 * s)
+    } else if starts("sort-keys") || starts("merge") {
+        (Family::SortKeys, s)
+    } else if starts("rle") {
+        (Family::Compact, s + 4)
+    } else if starts("select") || starts("partition") || starts("unique") || starts("non-trivial") {
+        (Family::Compact, s)
+    } else if starts("segreduce") || starts("spmv") {
+        (Family::SegReduce, s)
+    } else {
+        return None;
+    })
+}
+
+/// `NTxVTxOCC` of the tuning a bench row ran with (as the library chooses it for the row's
+/// family and element size), or `-`.
+pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
+    let arch = ARCH.get().copied().unwrap_or(90);
+    let Some((family, size)) = family_of(variant, ty) else {
+        return "-".into();
+    };
+    let Ok(mut t) = tuning::lookup(family, arch, size) else {
+        return "-".into();
+    };
+    if matches!(family, Family::Compact | Family::SegReduce) {
+        t.vt = t.vt.min(31);
+    }
+    if family == Family::Scan && variant.starts_with("scan-sq") && !variant.contains("sqmat") {
+        t = tuning::for_computed_input(t);
+    }
+    label(&t)
+}
+
+fn label(t: &Tuning) -> String {
+    format!("{}x{}x{}", t.nt, t.vt, t.occ)
+}
+
+/// `mgpu tune`'s command line.
+#[derive(clap::Args)]
+pub struct TuneArgs {
+    /// The primitive whose kernel family is tuned (sort tunes keys and pairs together)
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(crate::bench::PRIMITIVES))]
+    primitive: String,
+    /// Element type [default: i32; f32 for spmv]
+    #[arg(long = "type", value_name = "T", value_parser = ["i32", "i64", "u32", "u64", "f32", "f64", "u8", "u16"])]
+    ty: Option<String>,
+    /// Input size, log2 of the element count (nonzeros for spmv)
+    #[arg(long, value_name = "LOG2", default_value_t = 26,
+          value_parser = clap::value_parser!(u32).range(10..=30))]
+    size: u32,
+    /// Timed runs per candidate, of which the median counts (at least 10)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    reps: usize,
+    /// The tuning file to write the winners into (other entries are kept) [default: MGPU_TUNING's
+    /// file, else the default location, ~/.config/mgpu/tuning.txt]
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Print the landscape and the winners, write no file
+    #[arg(long)]
+    dry_run: bool,
+    /// Run the sweep on the CPU backend (checks the plumbing: its times say nothing about a GPU)
+    #[arg(long, hide = true)]
+    cpu: bool,
+}
+
+/// One family being tuned by a primitive's bench, and which of its rows measure it.
+struct Target {
+    family: Family,
+    /// Bytes per tile element (what `validate` and the size class are about).
+    elem: usize,
+    /// The bench rows that count (their variant), or every row.
+    rows: Option<&'static str>,
+    /// VT values swept (odd).
+    vts: &'static [u32],
+}
+
+impl Target {
+    fn counts(&self, variant: &str) -> bool {
+        self.rows.is_none_or(|v| v == variant)
+    }
+}
+
+const NTS: [u32; 4] = [64, 128, 256, 512];
+
+fn targets(primitive: &str, s: usize) -> Vec<Target> {
+    let t = |family, elem, rows, vts| Target {
+        family,
+        elem,
+        rows,
+        vts,
+    };
+    const COMPACT_VT: &[u32] = &[7, 11, 15, 23, 31];
+    match primitive {
+        "reduce" => vec![t(Family::Reduce, s, Some("reduce"), &[7, 11, 15, 19, 23])],
+        "scan" => vec![t(Family::Scan, s, Some("scan"), &[15, 23, 31, 39, 47])],
+        "sort" => vec![
+            t(
+                Family::SortKeys,
+                s,
+                Some("sort-keys"),
+                &[11, 15, 17, 21, 23],
+            ),
+            t(
+                Family::SortPairs,
+                2 * s,
+                Some("sort-pairs"),
+                &[7, 9, 11, 15, 17],
+            ),
+        ],
+        "merge" => vec![t(Family::SortKeys, s, Some("merge"), &[11, 15, 17, 21, 23])],
+        "rle" => vec![t(Family::Compact, s + 4, None, COMPACT_VT)],
+        "reduce-by-key" => vec![t(Family::Compact, 2 * s, None, COMPACT_VT)],
+        "segreduce" => vec![t(Family::SegReduce, s, None, COMPACT_VT)],
+        "spmv" => vec![t(Family::SegReduce, s, None, COMPACT_VT)],
+        _ => vec![t(Family::Compact, s, None, COMPACT_VT)],
+    }
+}
+
+/// Bytes per item that a segmented-reduction tile holds beside the value (two 4-byte offsets,
+/// and a column index for SpMV): the library lowers VT until they fit (`segreduce::tuning_for`),
+/// so the sweep keeps only tiles that fit as they are.
+fn tile_bytes_per_item(primitive: &str, target: &Target) -> usize {
+    match primitive {
+        "segreduce" => target.elem + 8,
+        "spmv" => target.elem + 12,
+        _ => target.elem,
+    }
+}
+
+/// OCC values to try for a cell, highest first: from what the SM's threads and shared memory
+/// allow down to a quarter of it.
+fn occ_levels(nt: u32, tile_bytes: usize, limits: &SmLimits) -> Vec<u32> {
+    let by_threads = (limits.threads / nt).min(2048 / nt);
+    let per_cta = tile_bytes as u32 + limits.shared_reserved_per_cta + 1024;
+    let by_shared = (limits.shared_bytes / per_cta).max(1);
+    let top = by_threads.min(by_shared).min(limits.ctas).max(1);
+    let mut levels = vec![
+        top,
+        (top * 3).div_ceil(4),
+        top.div_ceil(2),
+        top.div_ceil(4),
+        1,
+    ];
+    levels.dedup();
+    levels
+}
+
+/// A cell's outcome for one target.
+#[derive(Clone, Debug)]
+enum Cell {
+    /// Over `MAX_TILE_BYTES`.
+    TooBig,
+    /// No OCC compiled clean (spills, stack, or not resident).
+    Spills,
+    /// To be timed with this tuning.
+    Candidate(Tuning),
+}
+
+/// What the compile check needs: the device (for driver reports where NVRTC returns none).
+struct Checker<'a> {
+    arch: u32,
+    limits: SmLimits,
+    device: Option<&'a Context>,
+    enabled: bool,
+}
+
+impl Checker<'_> {
+    /// Whether every kernel of `module` compiled from `source` is free of local memory and can be
+    /// resident. Compiled through the disk cache (the sweep's own, see `run`), so that the timed
+    /// child finds the module there.
+    fn clean(&self, module: Module, source: &str, nt: u32) -> Result<bool, String> {
+        let compiled = jit::compile(module.name(), source, self.arch).map_err(|e| e.to_string())?;
+        let mut reports = compiled.reports;
+        if reports.is_empty() {
+            if let Some(ctx) = self.device {
+                reports = mgpu::cuda::driver_reports(ctx, module, compiled.cubin)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(reports.iter().all(|r| {
+            let threads = if r.name.ends_with("_partition") {
+                128
+            } else {
+                nt
+            };
+            r.clean() && theoretical(r, threads, &self.limits).ctas_per_sm > 0
+        }))
+    }
+}
+
+/// The modules of `family` that the bench of `primitive` runs for `T`, as sources for `t`.
+fn sources<T: Element + mgpu::Arithmetic>(
+    primitive: &str,
+    family: Family,
+    t: &Tuning,
+) -> Vec<(Module, String)> {
+    let plus = Op::<T>::plus();
+    let plain = Load::plain::<T>();
+    let less = Comparator::<T>::less();
+    match family {
+        Family::Reduce => vec![(
+            Module::Reduce,
+            jit::source(Module::Reduce, Some(&plus), &plain, t),
+        )],
+        Family::Scan => vec![(
+            Module::Scan,
+            jit::source(Module::Scan, Some(&plus), &plain, t),
+        )],
+        Family::SortKeys => vec![(
+            Module::Merge,
+            jit::sort_source::<T, T>(&less, SortValues::None, t),
+        )],
+        Family::SortPairs => vec![(
+            Module::Merge,
+            jit::sort_source::<T, T>(&less, SortValues::Pairs, t),
+        )],
+        Family::Compact => {
+            let spec = |unique, values| CompactSpec {
+                unique,
+                keys_out: true,
+                values,
+                rejected: Rejected::Dropped,
+                wide_count: false,
+                non_trivial_runs: false,
+            };
+            let pred = Predicate::<T>::nonzero();
+            let eq = Equality::<T>::equal_to();
+            match primitive {
+                "reduce-by-key" | "rle" => {
+                    let s = spec(true, true);
+                    vec![(
+                        s.module(true),
+                        jit::compact_source::<T, T>(&s, &KeyTest::Runs(&eq), Some(&plus), t),
+                    )]
+                }
+                "unique" => {
+                    let s = spec(true, false);
+                    vec![(
+                        s.module(false),
+                        jit::compact_source::<T, T>(&s, &KeyTest::Runs(&eq), None, t),
+                    )]
+                }
+                _ => {
+                    let s = spec(false, false);
+                    vec![(
+                        s.module(false),
+                        jit::compact_source::<T, T>(&s, &KeyTest::Predicate(&pred), None, t),
+                    )]
+                }
+            }
+        }
+        Family::SegReduce => {
+            let spmv = primitive == "spmv";
+            let spec = SegReduceSpec {
+                items: if spmv {
+                    SegItems::SpmvBinary
+                } else {
+                    SegItems::Values
+                },
+                indirect: false,
+                wide_offsets: false,
+                wide_count: false,
+            };
+            let mul = Op::<T>::multiplies();
+            vec![(
+                Module::SegReduce,
+                jit::segreduce_source::<T>(&spec, &plain, &plus, spmv.then_some(&mul), t),
+            )]
+        }
+    }
+}
+
+fn sources_for(ty: &str, primitive: &str, family: Family, t: &Tuning) -> Vec<(Module, String)> {
+    match ty {
+        "i32" => sources::<i32>(primitive, family, t),
+        "i64" => sources::<i64>(primitive, family, t),
+        "u32" => sources::<u32>(primitive, family, t),
+        "u64" => sources::<u64>(primitive, family, t),
+        "f32" => sources::<f32>(primitive, family, t),
+        "f64" => sources::<f64>(primitive, family, t),
+        "u8" => sources::<u8>(primitive, family, t),
+        _ => sources::<u16>(primitive, family, t),
+    }
+}
+
+/// A bench row from the child's JSON: variant, items, median ms, tuning label.
+struct Measured {
+    variant: String,
+    items: f64,
+    ms: f64,
+    tuning: String,
+}
+
+/// Runs the bench in a child process with `tuning_file` (`none`: the built-in tables).
+fn measure(
+    a: &TuneArgs,
+    ty: &str,
+    tuning_file: &std::ffi::OsStr,
+    cache: &Path,
+) -> Result<Vec<Measured>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding the mgpu executable: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["bench", &a.primitive, "--no-peer", "--json"])
+        .args(["--sizes", &a.size.to_string(), "--types", ty])
+        .args(["--reps", &a.reps.max(10).to_string()])
+        .env("MGPU_TUNING", tuning_file)
+        .env("MGPU_CACHE_DIR", cache);
+    if a.cpu {
+        cmd.env("MGPU_BACKEND", "cpu");
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("running mgpu bench: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(format!("mgpu bench failed: {last}"));
+    }
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("reading mgpu bench's JSON: {e}"))?;
+    let rows = rows.as_array().ok_or("mgpu bench's JSON is not an array")?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            Some(Measured {
+                variant: r.get("variant")?.as_str()?.to_string(),
+                items: r.get("items")?.as_f64()?,
+                ms: r.get("mgpu_ms")?.as_f64()?,
+                tuning: r.get("tuning")?.as_str()?.to_string(),
+            })
+        })
+        .collect())
+}
+
+/// G items/s over the rows that count for `target` (total items / total time).
+fn score(target: &Target, rows: &[Measured]) -> Option<f64> {
+    let (items, ms) = rows
+        .iter()
+        .filter(|r| target.counts(&r.variant))
+        .fold((0.0, 0.0), |(i, m), r| (i + r.items, m + r.ms));
+    (ms > 0.0).then(|| items / ms / 1e6)
+}
+
+pub fn run(a: TuneArgs) -> Result<(), String> {
+    let ty =
+        a.ty.clone()
+            .unwrap_or_else(|| if a.primitive == "spmv" { "f32" } else { "i32" }.into());
+    let s = type_size(&ty).ok_or_else(|| format!("tune: unknown type `{ty}`"))?;
+    let supported = match a.primitive.as_str() {
+        "select" | "partition" | "unique" | "rle" | "reduce-by-key" => ["i32", "i64"].as_slice(),
+        "segreduce" => &["i32", "i64", "f32", "f64"],
+        "spmv" => &["f32", "f64"],
+        "sort" | "merge" => &["i32", "i64", "u32", "u64", "f32", "f64"],
+        _ => &["i32", "i64", "u32", "u64", "f32", "f64", "u8", "u16"],
+    };
+    if !supported.contains(&ty.as_str()) {
+        return Err(format!(
+            "tune: {} benches {} (not {ty})",
+            a.primitive,
+            supported.join(", ")
+        ));
+    }
+    // Where the winners go; an unusable existing file stops here, before the sweep.
+    let out_path = match (&a.output, tuning::source()) {
+        (Some(p), _) => Some(p.clone()),
+        (None, tuning::TuningSource::Env(p)) => Some(p),
+        (None, _) => tuning::default_file(),
+    };
+    let existing = match &out_path {
+        Some(p) if p.is_file() && !a.dry_run => {
+            Some(std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?)
+        }
+        _ => None,
+    };
+    let ctx = if a.cpu {
+        Context::cpu()
+    } else {
+        Context::cuda().map_err(|e| {
+            format!("tune: needs a GPU to measure on ({e}); `mgpu occupancy` works without one")
+        })?
+    };
+    let arch = ctx.arch().unwrap_or(90);
+    let device = ctx
+        .device_info()
+        .map(|d| d.name.clone())
+        .unwrap_or_else(|| ctx.description());
+    // The sweep's own kernel cache: the compile check fills it, the timed children read it, and
+    // the user's cache keeps only what is used later.
+    let scratch = std::env::temp_dir().join(format!("mgpu-tune-{}", std::process::id()));
+    let cache = scratch.join("cache");
+    std::fs::create_dir_all(&cache).map_err(|e| format!("creating {}: {e}", cache.display()))?;
+    let result = sweep(&a, &ty, s, arch, &device, &ctx, &scratch, &cache);
+    let _ = std::fs::remove_dir_all(&scratch);
+    let winners = result?;
+    if a.dry_run {
+        println!("dry run: no tuning file written");
+        return Ok(());
+    }
+    let Some(path) = out_path else {
+        return Err("tune: nowhere to write (no HOME or XDG_CONFIG_HOME); pass --output".into());
+    };
+    let text = merge_file(existing.as_deref(), &winners, arch);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
+    std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    println!("wrote {} entries to {}", winners.len(), path.display());
+    let in_effect = tuning::source();
+    if in_effect.path() != Some(path.as_path()) {
+        println!(
+            "(not the tuning file in effect, {in_effect}: set MGPU_TUNING={} to use it)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// A winner: the family's entry and the comment that records the sweep.
+struct Winner {
+    family: Family,
+    size_class: u32,
+    tuning: Tuning,
+    comment: String,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sweep(
+    a: &TuneArgs,
+    ty: &str,
+    s: usize,
+    arch: u32,
+    device: &str,
+    ctx: &Context,
+    scratch: &Path,
+    cache: &Path,
+) -> Result<Vec<Winner>, String> {
+    let targets = targets(&a.primitive, s);
+    let check = Checker {
+        arch,
+        limits: SmLimits::for_arch(arch),
+        device: ctx.arch().is_some().then_some(ctx),
+        enabled: jit::nvrtc_available(),
+    };
+    if !check.enabled {
+        output::note("note: no NVRTC: candidates are not compile-checked for spills");
+    }
+    // The compile check writes through the sweep's cache (jit::compile reads MGPU_CACHE_DIR).
+    // SAFETY of the environment change: no other thread of this process runs yet.
+    std::env::set_var("MGPU_CACHE_DIR", cache);
+    // 1. Cells and their OCC: the highest that compiles clean.
+    let mut grids: Vec<Vec<((u32, u32), Cell)>> = Vec::new();
+    let cells: usize = targets.iter().map(|t| t.vts.len() * NTS.len()).sum();
+    {
+        let bar = Progress::new(cells as u64, "compile check");
+        for target in &targets {
+            let per_item = tile_bytes_per_item(&a.primitive, target);
+            let mut grid = Vec::new();
+            for &nt in &NTS {
+                for &vt in target.vts {
+                    bar.set_message(format!("{} {nt}x{vt}", target.family.name()));
+                    let tile = (nt * vt) as usize * per_item;
+                    let cell = if tile > MAX_TILE_BYTES {
+                        Cell::TooBig
+                    } else {
+                        let mut found = Cell::Spills;
+                        for occ in occ_levels(nt, tile, &check.limits) {
+                            let t = Tuning::new(nt, vt, occ);
+                            if t.validate(per_item).is_err() {
+                                continue;
+                            }
+                            let ok = !check.enabled
+                                || sources_for(ty, &a.primitive, target.family, &t)
+                                    .iter()
+                                    .try_fold(true, |ok, (m, src)| {
+                                        Ok::<_, String>(ok && check.clean(*m, src, nt)?)
+                                    })?;
+                            if ok {
+                                found = Cell::Candidate(t);
+                                break;
+                            }
+                        }
+                        found
+                    };
+                    grid.push(((nt, vt), cell));
+                    bar.inc();
+                }
+            }
+            grids.push(grid);
+        }
+    }
+    // 2. The built-in tables, then each candidate (one child per candidate index, every target's
+    //    candidate of that index in the same file).
+    let lists: Vec<Vec<Tuning>> = grids
+        .iter()
+        .map(|g| {
+            g.iter()
+                .filter_map(|(_, c)| match c {
+                    Cell::Candidate(t) => Some(*t),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    let runs = lists.iter().map(Vec::len).max().unwrap_or(0);
+    let file = scratch.join("candidate.txt");
+    let mut results: Vec<Vec<(Tuning, Result<f64, String>)>> = vec![Vec::new(); targets.len()];
+    let baseline;
+    {
+        let bar = Progress::new(runs as u64 + 1, &format!("tune {}", a.primitive));
+        bar.set_message("built-in tables");
+        baseline = measure(a, ty, "none".as_ref(), cache)?;
+        bar.inc();
+        for i in 0..runs {
+            let mut text = format!("{} {}\n", tuning::FILE_MAGIC, tuning::FILE_VERSION);
+            let mut names = Vec::new();
+            for (target, list) in targets.iter().zip(&lists) {
+                if let Some(t) = list.get(i) {
+                    let class = tuning::size_class(target.elem);
+                    text += &tuning::format_entry(target.family, arch, class, t);
+                    text.push('\n');
+                    names.push(label(t));
+                }
+            }
+            bar.set_message(names.join(" + "));
+            std::fs::write(&file, text).map_err(|e| format!("writing {}: {e}", file.display()))?;
+            let rows = measure(a, ty, file.as_os_str(), cache);
+            for (k, (target, list)) in targets.iter().zip(&lists).enumerate() {
+                if let Some(t) = list.get(i) {
+                    let r = match &rows {
+                        Ok(rows) => score(target, rows).ok_or("no rows".to_string()),
+                        Err(e) => Err(e.clone()),
+                    };
+                    if let Err(e) = &r {
+                        output::note(format!("{} {}: {e}", target.family.name(), label(t)));
+                    }
+                    results[k].push((*t, r));
+                }
+            }
+            bar.inc();
+        }
+    }
+    // 3. The landscape and the winners.
+    let date = today();
+    let mut winners = Vec::new();
+    for (k, target) in targets.iter().enumerate() {
+        let base = score(target, &baseline);
+        let base_label = baseline
+            .iter()
+            .find(|r| target.counts(&r.variant))
+            .map_or("-".to_string(), |r| r.tuning.clone());
+        let best = results[k]
+            .iter()
+            .filter_map(|(t, r)| r.as_ref().ok().map(|v| (*t, *v)))
+            .max_by(|x, y| x.1.total_cmp(&y.1));
+        println!();
+        println!(
+            "# {} ({}), {ty} at 2^{}, sm_{arch} {device}: G items/s of `mgpu bench {}` per NT x VT \
+             (/OCC: the highest that compiles clean), * best; - over {} KB of tile; spill: no \
+             clean OCC",
+            target.family.name(),
+            a.primitive,
+            a.size,
+            a.primitive,
+            MAX_TILE_BYTES / 1024
+        );
+        print_landscape(&grids[k], &results[k], best.map(|b| b.0), target.vts);
+        let base_text = base.map_or("-".into(), |b| format!("{b:.3}"));
+        println!("built-in {base_label}: {base_text} G items/s");
+        let Some((mut t, mut v)) = best else {
+            println!(
+                "no candidate ran: nothing to write for {}",
+                target.family.name()
+            );
+            continue;
+        };
+        let gain = base.map(|b| v / b);
+        if let (Some(b), Some(parsed)) = (base, parse_label(&base_label)) {
+            if b >= v {
+                // The built-in tuning won: record it, so that the file says the sweep was done.
+                println!("the built-in {base_label} beat every candidate");
+                (t, v) = (parsed, b);
+            }
+        }
+        let gain_text = gain.map_or("-".into(), |g| format!("{:.3}x", g.max(1.0)));
+        println!(
+            "best {}: {v:.3} G items/s, {gain_text} the built-in tables",
+            label(&t)
+        );
+        winners.push(Winner {
+            family: target.family,
+            size_class: tuning::size_class(target.elem),
+            tuning: t,
+            comment: format!(
+                "# mgpu tune {} {date}, {device} (sm_{arch}), {ty} at 2^{}: {} {v:.3} G items/s, \
+                 {gain_text} the built-in {base_label} ({base_text})",
+                a.primitive,
+                a.size,
+                label(&t)
+            ),
+        });
+    }
+    Ok(winners)
+}
+
+fn parse_label(l: &str) -> Option<Tuning> {
+    let n: Vec<u32> = l
+        .split('x')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    (n.len() == 3).then(|| Tuning::new(n[0], n[1], n[2]))
+}
+
+/// The table: a row per VT, a column per NT, like the seed's mergesort tuning table.
+fn print_landscape(
+    grid: &[((u32, u32), Cell)],
+    results: &[(Tuning, Result<f64, String>)],
+    best: Option<Tuning>,
+    vts: &[u32],
+) {
+    let mut header = format!("{:>4}", "VT");
+    for nt in NTS {
+        header += &format!(" {:>16}", format!("NT={nt}"));
+    }
+    println!("{header}");
+    for &vt in vts {
+        let mut row = format!("{vt:>4}");
+        for nt in NTS {
+            let cell = grid.iter().find(|(k, _)| *k == (nt, vt)).map(|(_, c)| c);
+            let text = match cell {
+                Some(Cell::TooBig) | None => "-".to_string(),
+                Some(Cell::Spills) => "spill".to_string(),
+                Some(Cell::Candidate(t)) => match results.iter().find(|(r, _)| r == t) {
+                    Some((_, Ok(v))) => {
+                        let mark = if best == Some(*t) { "*" } else { " " };
+                        format!("{v:.3}/{}{mark}", t.occ)
+                    }
+                    Some((_, Err(_))) => "failed".into(),
+                    None => "?".into(),
+                },
+            };
+            row += &format!(" {text:>16}");
+        }
+        println!("{row}");
+    }
+}
+
+/// The tuning file with `winners` in place of entries of the same family, architecture and size
+/// class (and the `# mgpu tune` comment above each replaced entry); other lines are kept.
+fn merge_file(existing: Option<&str>, winners: &[Winner], arch: u32) -> String {
+    let header = format!("{} {}", tuning::FILE_MAGIC, tuning::FILE_VERSION);
+    let replaced = |line: &str| {
+        let f: Vec<&str> = line
+            .split('#')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        f.len() >= 3
+            && winners.iter().any(|w| {
+                Some(w.family) == Family::from_name(f[0])
+                    && f[1] == arch.to_string()
+                    && f[2] == w.size_class.to_string()
+            })
+    };
+    let mut kept: Vec<&str> = Vec::new();
+    let mut has_header = false;
+    for line in existing.unwrap_or("").lines() {
+        if line.trim_start().starts_with(tuning::FILE_MAGIC) {
+            has_header = true;
+        }
+        if replaced(line) {
+            if kept.last().is_some_and(|l| l.starts_with("# mgpu tune ")) {
+                kept.pop();
+            }
+            continue;
+        }
+        kept.push(line);
+    }
+    let mut text = String::new();
+    if !has_header {
+        text += &header;
+        text += "\n# family   arch class  nt vt occ [backoff_ns]; written by `mgpu tune`\n";
+    }
+    for line in kept {
+        text += line;
+        text.push('\n');
+    }
+    for w in winners {
+        text += &w.comment;
+        text.push('\n');
+        text += &tuning::format_entry(w.family, arch, w.size_class, &w.tuning);
+        text.push('\n');
+    }
+    text
+}
+
+/// Today's date (UTC) as YYYY-MM-DD.
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    civil_date((secs / 86_400) as i64)
+}
+
+/// The proleptic Gregorian date of a day number (days since 1970-01-01).
+fn civil_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(19_723), "2024-01-01");
+        assert_eq!(civil_date(20_513), "2026-03-01");
+    }
+
+    #[test]
+    fn rows_map_to_their_family() {
+        assert_eq!(family_of("scan", "i32"), Some((Family::Scan, 4)));
+        assert_eq!(
+            family_of("sort-pairs", "i64"),
+            Some((Family::SortPairs, 16))
+        );
+        assert_eq!(
+            family_of("reduce-by-key/run2", "i32"),
+            Some((Family::Compact, 8))
+        );
+        assert_eq!(family_of("reduce-sq", "f32"), Some((Family::Reduce, 4)));
+        assert_eq!(
+            family_of("select-if/50%", "i64"),
+            Some((Family::Compact, 8))
+        );
+        assert_eq!(
+            family_of("segreduce/fixed20", "f64"),
+            Some((Family::SegReduce, 8))
+        );
+        assert_eq!(family_of("what", "i32"), None);
+    }
+
+    #[test]
+    fn occ_levels_descend_from_the_sm_limits() {
+        let l = SmLimits::for_arch(90);
+        let levels = occ_levels(128, 128 * 39 * 4, &l);
+        assert!(levels.windows(2).all(|w| w[0] > w[1]), "{levels:?}");
+        assert_eq!(*levels.last().unwrap(), 1);
+        assert!(levels[0] * 128 <= 2048);
+        assert_eq!(occ_levels(512, 1024, &l)[0], 4);
+    }
+
+    #[test]
+    fn the_file_keeps_other_entries_and_replaces_the_tuned_ones() {
+        let old = "mgpu-tuning 1\n# mine\nscan 90 4 128 39 11\n# mgpu tune sort old\nsort_keys 90  4 256 17 4\nsort_keys 80 4 256 17 4\n";
+        let w = Winner {
+            family: Family::SortKeys,
+            size_class: 4,
+            tuning: Tuning::new(256, 23, 6),
+            comment: "# mgpu tune sort new".into(),
+        };
+        let text = merge_file(Some(old), &[w], 90);
+        assert_eq!(
+            text,
+            "mgpu-tuning 1\n# mine\nscan 90 4 128 39 11\nsort_keys 80 4 256 17 4\n\
+             # mgpu tune sort new\nsort_keys  90  4  256 23  6\n"
+        );
+        let fresh = merge_file(None, &[], 90);
+        assert!(fresh.starts_with("mgpu-tuning 1\n"));
+        assert_eq!(parse_label("128x39x11"), Some(Tuning::new(128, 39, 11)));
+    }
+}
