@@ -56,6 +56,7 @@ struct SegReduceStorage {
   O last_slot;   // the slot of the segment ending at the tile's last item, if one does
   int end_last;  // a segment ends at the tile's last item
   i64 tile_id;
+  u64 seg_begin, seg_end;  // the segments starting in tile `tile_id`
 };
 
 struct SegMax {
@@ -83,15 +84,27 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   int tid = threadIdx.x;
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
   const SegPair none{0, identity};
-  if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+  // A tile's segment range is read ahead: while warp 0 runs a tile's look-back, a thread of the
+  // last warp (idle until then) draws the CTA's next ticket and loads that tile's limits, so a
+  // tile starts with its offsets' addresses known (one memory latency before its items, not
+  // two). Drawing ahead cannot deadlock: the tile a CTA holds waits for no later tile.
+  const int PREFETCH = MGPU_NT - MGPU_WARP;
+  if (tid == 0) {
+    i64 first = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+    storage.tile_id = first;
+    if ((u64)first < num_tiles) {
+      storage.seg_begin = limits[first];
+      storage.seg_end = (u64)first + 1 == num_tiles ? num_segments : (u64)limits[first + 1];
+    }
+  }
   __syncthreads();
   for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
     bool last_tile = (u64)tile + 1 == num_tiles;
     // The segments starting in the tile (the last tile also takes the empty ones at `count`).
-    u64 seg_begin = limits[tile];
-    u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
+    u64 seg_begin = storage.seg_begin;
+    u64 seg_end = storage.seg_end;
 #if !MGPU_INDIRECT
 #if MGPU_SPMV == 0
     load_tile_to_shared_async(values, base, n, values.vector_ok_at(base), identity,
@@ -218,37 +231,43 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     SegPair tile_total;
     SegPair thread_prefix = cta_scan_exclusive(thread_total, SegPlus(), none, tile_total,
                                                storage.scan);
+    i64 next = 0;
+    u64 next_begin = 0, next_end = 0;
+    if (tid == PREFETCH) {
+      next = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+      if ((u64)next < num_tiles) {
+        next_begin = limits[next];
+        next_end = (u64)next + 1 == num_tiles ? num_segments : (u64)limits[next + 1];
+      }
+    }
     if (tid < MGPU_WARP) {
       SegPair prefix = warp_lookback(status, tile, tile_total, SegPlus(), none);
       if (tid == 0) storage.tile_prefix = prefix;
     }
-    // Before the barrier every thread has read its items: the staging may overwrite them. The
-    // segment ending at item i is the one before the first segment starting at item i + 1.
-    O slots[MGPU_VT];
-    unsigned ends = 0;
+    // Before the barrier every thread has read its items: the staging may overwrite them (the
+    // marks stay). The segment ending at item i is the one before the first segment starting at
+    // item i + 1; the k-th end of the tile follows the heads at positions 1..k.
     int tile_head0 = storage.heads[0] != MGPU_NO_SEGMENT;
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      int p = first + i;
-      if (p + 1 < n) {
-        O h = storage.heads[p + 1];
-        slots[i] = h - 1;
-        if (h != MGPU_NO_SEGMENT) ends |= 1u << i;
-      } else {
-        slots[i] = storage.last_slot;
-        if (p + 1 == n && storage.end_last) ends |= 1u << i;
-      }
-    }
     __syncthreads();
-    // Stage each segment end: the k-th end of the tile follows the heads at positions 1..k.
     SegPair x = SegPlus()(storage.tile_prefix, thread_prefix);
     int k = (int)thread_prefix.runs - tile_head0 + (int)(heads & 1u);
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
-      if (first + i < n) x = SegPlus()(x, SegPair{(C)((heads >> i) & 1u), v[i]});
-      if ((ends >> i) & 1u) {
+      int p = first + i;
+      if (p < n) x = SegPlus()(x, SegPair{(C)((heads >> i) & 1u), v[i]});
+      bool end;
+      O slot;
+      if (p + 1 < n) {
+        O h = storage.heads[p + 1];
+        end = h != MGPU_NO_SEGMENT;
+        slot = h - 1;
+      } else {
+        end = p + 1 == n && storage.end_last;
+        slot = storage.last_slot;
+      }
+      if (end) {
         storage.values[k] = x.value;
-        storage.offsets[k] = slots[i];
+        storage.offsets[k] = slot;
         ++k;
       }
     }
@@ -259,7 +278,11 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       int j = i * MGPU_NT + tid;
       if (j < tile_ends) dest[storage.offsets[j]] = storage.values[j];
     }
-    if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+    if (tid == PREFETCH) {
+      storage.tile_id = next;
+      storage.seg_begin = next_begin;
+      storage.seg_end = next_end;
+    }
     __syncthreads();  // the tile's storage is free and the next ticket visible
   }
 }
