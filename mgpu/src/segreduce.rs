@@ -18,6 +18,11 @@
 //! it finds its predecessors: for floating-point values the last bits of such segments may differ
 //! from run to run (like the look-back scan's); integers and other exactly associative operators
 //! give the same result every time.
+//!
+//! A thread folds its part of a segment starting from the operator's identity, so results match a
+//! fold from the segment's first item exactly when the identity is exact: `op(identity, x) == x`
+//! bit for bit. Float `plus` with identity 0.0 is not, for -0.0 (0.0 + -0.0 = 0.0): a segment
+//! summing to -0.0 may come back as 0.0.
 
 use crate::buffer::{input, output, View, ViewMut};
 use crate::context::{Backend, Context};
