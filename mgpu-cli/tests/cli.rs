@@ -2,8 +2,22 @@
 
 use std::process::{Command, Output};
 
+/// The binary cargo built, or (tests staged to another machine) `MGPU_BIN` / `.gpu/bin/mgpu`.
+fn mgpu_bin() -> std::path::PathBuf {
+    let candidates = [
+        std::env::var_os("MGPU_BIN").map(Into::into),
+        Some(env!("CARGO_BIN_EXE_mgpu").into()),
+        Some(".gpu/bin/mgpu".into()),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p: &std::path::PathBuf| p.exists())
+        .expect("the mgpu binary (set MGPU_BIN)")
+}
+
 fn mgpu(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mgpu"))
+    Command::new(mgpu_bin())
         .args(args)
         .env("MGPU_BACKEND", "cpu")
         // No default tuning file of the machine's user.
@@ -106,7 +120,7 @@ fn info_describes_the_cpu_backend() {
 
 /// `mgpu` with extra environment variables.
 fn mgpu_env(args: &[&str], vars: &[(&str, &std::ffi::OsStr)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mgpu"));
+    let mut c = Command::new(mgpu_bin());
     c.args(args)
         .env("MGPU_BACKEND", "cpu")
         .env("XDG_CONFIG_HOME", "/nonexistent/mgpu-cli-test")
