@@ -8,8 +8,9 @@ use crate::bench::{print_row, time, time_with_setup, Row};
 use crate::peers::Peer;
 use mgpu::{Arithmetic, Buffer, Context, Count, Element, Equality, Op, Predicate};
 
-/// The peer harness's generator (`rand_bits` in peers/cub_bench.cu).
-fn rand_bits(stream: u64, i: u64) -> u64 {
+/// The peer harness's generator (`rand_bits` in peers/cub_bench.cu), shared by the benches that
+/// give the peer the same data.
+pub(crate) fn rand_bits(stream: u64, i: u64) -> u64 {
     const SEED: u64 = 0x6D677075;
     const GAMMA: u64 = 0x9E3779B97F4A7C15;
     fn mix64(mut z: u64) -> u64 {

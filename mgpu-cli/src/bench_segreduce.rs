@@ -12,6 +12,7 @@
 //! `unit(rand_bits(10, j))`, `unit` mapping 64 bits to [0, 1) like the harness's `value_from_bits`.
 
 use crate::bench::{report_first_use, time};
+use crate::bench_compact::rand_bits;
 use crate::output::{self, Record};
 use crate::peers::Peer;
 use mgpu::{Arithmetic, Context, Element, Op};
@@ -27,19 +28,6 @@ const STREAM_X: u64 = 10;
 
 /// The largest log2 size: offsets and column indices are 32-bit signed on the peers' side.
 const MAX_LOG2: u32 = 30;
-
-/// The peer harness's generator (`rand_bits` in peers/cub_bench.cu).
-fn rand_bits(stream: u64, i: u64) -> u64 {
-    const SEED: u64 = 0x6D677075;
-    const GAMMA: u64 = 0x9E3779B97F4A7C15;
-    fn mix64(mut z: u64) -> u64 {
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        z ^ (z >> 31)
-    }
-    let start = mix64(SEED.wrapping_add(stream.wrapping_mul(GAMMA)));
-    mix64(start.wrapping_add((i + 1).wrapping_mul(GAMMA)))
-}
 
 /// The geometry checksum the harness prints as `geom=`: FNV-1a over 64-bit words.
 struct GeomHash(u64);
