@@ -534,7 +534,7 @@ pub(crate) fn print_row(r: &Row) {
         };
     }
     output::line(format!(
-        "{:<26} {:<4} 2^{:<3} {:>9.4} {:>9.2} {:>8.1} {:>9.4} {:>7.3}{peers} {:>10}",
+        "{:<29} {:<4} 2^{:<3} {:>9.4} {:>9.2} {:>8.1} {:>9.4} {:>7.3}{peers} {:>10}",
         r.variant,
         r.ty,
         r.log2,
@@ -646,7 +646,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
 /// The table's rows for every primitive but segreduce and spmv.
 fn bench_rows(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Row>, String> {
     let mut header = format!(
-        "{:<26} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
+        "{:<29} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
         "prim",
         "type",
         "n",

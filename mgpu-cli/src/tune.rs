@@ -53,6 +53,8 @@ pub(crate) fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
         (Family::SortPairs, 2 * s)
     } else if starts("sort-keys") || starts("merge") {
         (Family::SortKeys, s)
+    } else if starts("unique-by-key") {
+        (Family::Compact, 2 * s)
     } else if starts("rle") {
         (Family::Compact, s + 4)
     } else if starts("select") || starts("partition") || starts("unique") || starts("non-trivial") {
