@@ -43,8 +43,9 @@ enum Command {
     /// GPU benchmark of a primitive against a device memcpy and CUB (when nvcc is present)
     #[command(long_about = bench::LONG_ABOUT)]
     Bench(bench::BenchArgs),
-    /// Every kernel compiled for sm_N: registers, shared memory, local memory, and theoretical
-    /// occupancy with its limiter
+    /// Every kernel of the default tunings compiled for sm_N (no GPU needed): registers, shared
+    /// memory, stack and spills, theoretical occupancy, its limiter and what would raise it;
+    /// checked against the driver on a GPU of that architecture
     Occupancy(occupancy::OccupancyArgs),
     /// Sweep a primitive's launch parameters (NT x VT x OCC) on this GPU, print the landscape
     /// and write the best to the tuning file

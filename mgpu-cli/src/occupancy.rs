@@ -1,116 +1,59 @@
-//! `mgpu occupancy`: every kernel family compiled for an architecture, with ptxas's registers,
-//! shared memory and spills, and the resulting theoretical occupancy under the current tunings.
+//! `mgpu occupancy [primitive] [--arch sm_XY] [--type T]`: every kernel of the default tunings
+//! compiled for an architecture, with ptxas's registers, shared memory per CTA, stack and spills,
+//! the resident CTAs per SM and theoretical occupancy under the tuning the library would use, the
+//! limit that binds (of the seed's five: threads, CTAs, shared memory, register file; the fifth,
+//! registers per thread, shows as spills) and what would take one more CTA per SM.
+//!
+//! No GPU is needed: the numbers come from ptxas's report (NVRTC's log). On a GPU of the reported
+//! architecture each module is also loaded and the driver's attributes are compared with ptxas's.
 
-use mgpu::cuda::jit::{self, Module, SortValues};
-use mgpu::cuda::occupancy::{theoretical, SmLimits};
+use mgpu::cuda::jit::{self, CompactSpec, KernelReport, KeyTest, Load, Module, Rejected};
+use mgpu::cuda::jit::{SegItems, SegReduceSpec, SortValues};
+use mgpu::cuda::occupancy::{theoretical, Occupancy, SmLimits};
 use mgpu::tuning::{self, Family, Tuning};
-use mgpu::{Comparator, Context, Element, Op};
+use mgpu::{Comparator, Context, Element, Equality, Op, Predicate};
 
-/// The merge-path partition kernel runs with this many threads (cuda/sort.rs).
-const PARTITION_THREADS: u32 = 128;
+/// The merge-path partition kernels run with this many threads (cuda/sort.rs).
+const MERGE_PARTITION_THREADS: u32 = 128;
 
-/// A CUDA context on a GPU of the reported architecture, if there is one: it supplies the numbers
-/// when NVRTC returns no ptxas report (seen with NVRTC 13.0).
-type Device<'a> = Option<&'a Context>;
+/// The segmented reduction's partition and validation kernels run with this many threads
+/// (cuda/segreduce.rs).
+const SEGREDUCE_HELPER_THREADS: u32 = 256;
 
-fn report(
-    device: Device,
-    arch: u32,
-    family: &str,
-    ty: &str,
-    tuning: &Tuning,
-    module: Module,
-    source: &str,
-) -> Result<(), String> {
-    let compiled = jit::compile_uncached(module.name(), source, arch).map_err(|e| e.to_string())?;
-    let limits = SmLimits::for_arch(arch);
-    let mut reports = compiled.reports;
-    let mut from_driver = false;
-    if let (true, Some(ctx)) = (reports.is_empty(), device) {
-        reports =
-            mgpu::cuda::driver_reports(ctx, module, compiled.cubin).map_err(|e| e.to_string())?;
-        from_driver = true;
-    }
-    for r in &reports {
-        let nt = if r.name.ends_with("_partition") {
-            PARTITION_THREADS
-        } else {
-            tuning.nt
-        };
-        let o = theoretical(r, nt, &limits);
-        println!(
-            "{family:<10} {ty:<4} {:<21} {:>4}x{:<3} {:>4} {:>7} {:>6} {:>9} {:>6.0}%  {}",
-            r.name,
-            nt,
-            tuning.vt,
-            r.registers,
-            r.shared_bytes,
-            r.spill_stores + r.spill_loads + r.stack_frame,
-            o.ctas_per_sm,
-            o.fraction * 100.0,
-            o.limited_by
-        );
-    }
-    if from_driver {
-        println!("{family:<10} {ty:<4} (numbers above from the driver: NVRTC returned no ptxas report; local = stack + spills)");
-    }
-    if reports.is_empty() {
-        println!("{family:<10} {ty:<4} (NVRTC returned no ptxas report)");
-    }
-    Ok(())
-}
+/// The primitives whose kernels can be reported.
+const PRIMITIVES: &[&str] = &[
+    "reduce",
+    "scan",
+    "sort",
+    "merge",
+    "select",
+    "partition",
+    "unique",
+    "rle",
+    "reduce-by-key",
+    "segreduce",
+    "spmv",
+];
 
-fn family_rows<T: Element + mgpu::Arithmetic>(
-    device: Device,
-    arch: u32,
-    ty: &str,
-) -> Result<(), String> {
-    let size = std::mem::size_of::<T>();
-    let op = Op::<T>::plus();
-    for (name, module, family) in [
-        ("reduce", Module::Reduce, Family::Reduce),
-        ("scan", Module::Scan, Family::Scan),
-    ] {
-        let t = tuning::lookup(family, arch, size).map_err(|e| e.to_string())?;
-        report(
-            device,
-            arch,
-            name,
-            ty,
-            &t,
-            module,
-            &jit::source(module, Some(&op), &jit::Load::plain::<T>(), &t),
-        )?;
-    }
-    let comp = Comparator::<T>::less();
-    let t = tuning::lookup(Family::SortKeys, arch, size).map_err(|e| e.to_string())?;
-    report(
-        device,
-        arch,
-        "sort_keys",
-        ty,
-        &t,
-        Module::Merge,
-        &jit::sort_source::<T, T>(&comp, SortValues::None, &t),
-    )?;
-    let t = tuning::lookup(Family::SortPairs, arch, 2 * size).map_err(|e| e.to_string())?;
-    report(
-        device,
-        arch,
-        "sort_pairs",
-        ty,
-        &t,
-        Module::Merge,
-        &jit::sort_source::<T, T>(&comp, SortValues::Pairs, &t),
-    )
-}
+const TYPES: &[&str] = &["i32", "i64", "u32", "u64", "f32", "f64"];
+const DEFAULT_TYPES: &[&str] = &["i32", "i64", "f32", "f64"];
 
 /// `mgpu occupancy`'s command line.
 #[derive(clap::Args)]
 pub struct OccupancyArgs {
-    /// Compile for sm_N, e.g. 90 or sm_90 (default: the GPU's, else 90)
+    /// The primitive whose kernels are reported (merge: the sort-keys module; select, partition,
+    /// unique: the compaction kernel; rle, reduce-by-key: the reduce-by-key kernel) [default:
+    /// every kernel family]
+    #[arg(value_name = "PRIMITIVE",
+          value_parser = clap::builder::PossibleValuesParser::new(PRIMITIVES))]
+    primitive: Option<String>,
+    /// Compile for sm_N, e.g. 90 or sm_90 [default: the GPU's, else 90]
     #[arg(long, value_name = "N", value_parser = parse_arch)]
     arch: Option<u32>,
+    /// Element types, comma-separated [default: i32,i64,f32,f64]
+    #[arg(long = "type", value_name = "T", value_delimiter = ',',
+          value_parser = clap::builder::PossibleValuesParser::new(TYPES))]
+    types: Vec<String>,
 }
 
 /// `--arch 90` or `--arch sm_90`.
@@ -120,29 +63,502 @@ pub(crate) fn parse_arch(v: &str) -> Result<u32, String> {
         .map_err(|_| format!("bad arch `{v}` (e.g. 90)"))
 }
 
+/// One module to compile: the row label, the tuning the library would use, and its source.
+struct Item {
+    label: &'static str,
+    tuning: Tuning,
+    module: Module,
+    source: String,
+}
+
+/// The modules that `primitive` runs for `T` with the default operators (plus; less for sorting;
+/// non-zero and equal-to for compaction), under the tunings the library would choose on `arch`.
+fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Vec<Item>, String> {
+    let err = |e: mgpu::Error| e.to_string();
+    let s = std::mem::size_of::<T>();
+    let plus = Op::<T>::plus();
+    let plain = Load::plain::<T>();
+    let less = Comparator::<T>::less();
+    let item = |label, tuning, module, source| Item {
+        label,
+        tuning,
+        module,
+        source,
+    };
+    // Compaction: the table's entry for the tile's bytes per item, VT at most 31 (compact.rs).
+    let compact_tuning = |size: usize| -> Result<Tuning, String> {
+        let mut t = tuning::lookup(Family::Compact, arch, size).map_err(err)?;
+        t.vt = t.vt.min(31);
+        Ok(t)
+    };
+    let compact_spec = |unique, values, rejected| CompactSpec {
+        unique,
+        keys_out: true,
+        values,
+        rejected,
+        wide_count: false,
+        non_trivial_runs: false,
+    };
+    let pred = Predicate::<T>::nonzero();
+    let eq = Equality::<T>::equal_to();
+    Ok(match primitive {
+        "reduce" | "scan" => {
+            let (module, family) = if primitive == "reduce" {
+                (Module::Reduce, Family::Reduce)
+            } else {
+                (Module::Scan, Family::Scan)
+            };
+            let t = tuning::lookup(family, arch, s).map_err(err)?;
+            let src = jit::source(module, Some(&plus), &plain, &t);
+            vec![item(primitive_label(primitive), t, module, src)]
+        }
+        "sort-keys" | "merge" => {
+            let t = tuning::lookup(Family::SortKeys, arch, s).map_err(err)?;
+            let src = jit::sort_source::<T, T>(&less, SortValues::None, &t);
+            vec![item(primitive_label(primitive), t, Module::Merge, src)]
+        }
+        "sort-pairs" => {
+            let size = tuning::tile_element_size(Family::SortPairs, s, s);
+            let t = tuning::lookup(Family::SortPairs, arch, size).map_err(err)?;
+            let src = jit::sort_source::<T, T>(&less, SortValues::Pairs, &t);
+            vec![item("sort-pairs", t, Module::Merge, src)]
+        }
+        "select" | "partition" | "unique" => {
+            let t = compact_tuning(s)?;
+            let (spec, test) = match primitive {
+                "select" => (
+                    compact_spec(false, false, Rejected::Dropped),
+                    KeyTest::Predicate(&pred),
+                ),
+                // partition_if: the rejected keys into the output's tail.
+                "partition" => (
+                    compact_spec(false, false, Rejected::Reversed),
+                    KeyTest::Predicate(&pred),
+                ),
+                _ => (
+                    compact_spec(true, false, Rejected::Dropped),
+                    KeyTest::Runs(&eq),
+                ),
+            };
+            let src = jit::compact_source::<T, T>(&spec, &test, None, &t);
+            vec![item(primitive_label(primitive), t, spec.module(false), src)]
+        }
+        "rle" => {
+            // Run lengths are u32 values (as the bench runs it), summed per run of equal keys.
+            let t = compact_tuning(tuning::tile_element_size(Family::Compact, s, 4))?;
+            let spec = compact_spec(true, true, Rejected::Dropped);
+            let ones = Op::<u32>::plus();
+            let src = jit::compact_source::<T, u32>(&spec, &KeyTest::Runs(&eq), Some(&ones), &t);
+            vec![item("rle", t, spec.module(true), src)]
+        }
+        "reduce-by-key" => {
+            let t = compact_tuning(tuning::tile_element_size(Family::Compact, s, s))?;
+            let spec = compact_spec(true, true, Rejected::Dropped);
+            let src = jit::compact_source::<T, T>(&spec, &KeyTest::Runs(&eq), Some(&plus), &t);
+            vec![item("reduce-by-key", t, spec.module(true), src)]
+        }
+        "segreduce" | "spmv" => {
+            // CSR with 32-bit offsets; SpMV with a matrix and a vector (binary).
+            let spmv = primitive == "spmv";
+            let kind = if spmv {
+                SegItems::SpmvBinary
+            } else {
+                SegItems::Values
+            };
+            let t = mgpu::segreduce::tuning_for::<T, u32>(Some(arch), kind, false).map_err(err)?;
+            let spec = SegReduceSpec {
+                items: kind,
+                indirect: false,
+                wide_offsets: false,
+                wide_count: false,
+            };
+            let mul = Op::<T>::multiplies();
+            let src = jit::segreduce_source::<T>(&spec, &plain, &plus, spmv.then_some(&mul), &t);
+            vec![item(primitive_label(primitive), t, Module::SegReduce, src)]
+        }
+        other => return Err(format!("occupancy: unknown primitive `{other}`")),
+    })
+}
+
+/// The groups of rows: a primitive each, sort's keys and pairs apart.
+const GROUPS: &[&str] = &[
+    "reduce",
+    "scan",
+    "sort-keys",
+    "sort-pairs",
+    "merge",
+    "select",
+    "partition",
+    "unique",
+    "rle",
+    "reduce-by-key",
+    "segreduce",
+    "spmv",
+];
+
+/// The `'static` name of a group.
+fn primitive_label(p: &str) -> &'static str {
+    GROUPS.iter().find(|&&q| q == p).copied().unwrap_or("?")
+}
+
+fn items_for(ty: &str, primitive: &str, arch: u32) -> Result<Vec<Item>, String> {
+    match ty {
+        "i32" => items::<i32>(primitive, arch),
+        "i64" => items::<i64>(primitive, arch),
+        "u32" => items::<u32>(primitive, arch),
+        "u64" => items::<u64>(primitive, arch),
+        "f32" => items::<f32>(primitive, arch),
+        "f64" => items::<f64>(primitive, arch),
+        other => Err(format!("occupancy: unknown type `{other}`")),
+    }
+}
+
+/// The threads a kernel is launched with, and whether it is a tile kernel (NT x VT under
+/// `__launch_bounds__(NT, OCC)`) rather than a helper of fixed size.
+fn launch_threads(kernel: &str, t: &Tuning) -> (u32, bool) {
+    match kernel {
+        "mgpu_merge_partition" | "mgpu_merge4_partition" => (MERGE_PARTITION_THREADS, false),
+        "mgpu_segreduce_partition" | "mgpu_segreduce_validate" => (SEGREDUCE_HELPER_THREADS, false),
+        _ => (t.nt, true),
+    }
+}
+
+/// What would fit one more CTA per SM, in a few words.
+fn next_step(r: &KernelReport, nt: u32, limits: &SmLimits, o: &Occupancy) -> String {
+    let want = o.ctas_per_sm + 1;
+    let then = |relaxed: &KernelReport, what: String| {
+        let n = theoretical(relaxed, nt, limits);
+        if n.ctas_per_sm > o.ctas_per_sm {
+            format!("{what}: {} CTAs", n.ctas_per_sm)
+        } else {
+            format!("{what}: still {}", n.limited_by)
+        }
+    };
+    match o.limited_by {
+        "registers" => {
+            let warps = nt.div_ceil(32);
+            let per_warp =
+                limits.registers / (want * warps) / limits.register_unit * limits.register_unit;
+            let regs = (per_warp / 32).min(255);
+            if regs == 0 {
+                return "-".into();
+            }
+            let relaxed = KernelReport {
+                registers: regs,
+                ..r.clone()
+            };
+            then(&relaxed, format!("<={regs} regs"))
+        }
+        "shared memory" => {
+            let bytes = (limits.shared_bytes / want).saturating_sub(limits.shared_reserved_per_cta);
+            let relaxed = KernelReport {
+                shared_bytes: bytes,
+                ..r.clone()
+            };
+            then(&relaxed, format!("<={:.1} KB smem", bytes as f64 / 1024.0))
+        }
+        "threads" if o.fraction >= 1.0 => "none: 100%".into(),
+        "threads" => format!("NT dividing {}", limits.threads),
+        _ => format!("NT >= {}", limits.threads / limits.ctas),
+    }
+}
+
+/// The general advice for a binding limit (after the seed's occupancy chapter).
+fn advice(limit: &str, limits: &SmLimits) -> String {
+    match limit {
+        "registers" => "registers: ptxas gave each thread more registers than another CTA leaves \
+             room for. A higher OCC (the tuning's third number, __launch_bounds__'s minimum CTAs \
+             per SM) makes ptxas fit the count shown, spilling what does not fit (keep stack and \
+             spill at 0); a lower VT keeps fewer values live per thread; a lower OCC cannot help \
+             (it lets ptxas use more). Helper kernels (shown with their thread count alone) have \
+             no OCC: fewer live values is the only way."
+            .into(),
+        "shared memory" => "shared memory: the CTA's static shared memory (its tile of NT x VT \
+             elements, plus scratch) leaves no room for another CTA: a smaller tile (lower VT, or \
+             NT) raises occupancy; the carveout is already the largest."
+            .into(),
+        "threads" => format!(
+            "threads: the SM's {} thread slots are taken (100% unless NT does not divide {}): \
+             occupancy cannot rise; latency is hidden by the VT values each thread works on.",
+            limits.threads, limits.threads
+        ),
+        _ => format!(
+            "CTA slots: the SM's {} CTA slots run out before its threads: larger CTAs (NT >= {}) \
+             raise occupancy.",
+            limits.ctas,
+            limits.threads / limits.ctas
+        ),
+    }
+}
+
+/// The report's state: the driver comparison and which limits were seen.
+#[derive(Default)]
+struct Tally {
+    /// Kernels whose ptxas report was compared with the driver's.
+    compared: usize,
+    /// Of those, the register counts that disagree: "label type kernel (ptxas N, driver M)".
+    register_mismatches: Vec<String>,
+    /// The stack / local-memory sizes that disagree.
+    local_mismatches: Vec<String>,
+    /// Kernels shown with the driver's numbers (NVRTC returned no ptxas report).
+    from_driver: usize,
+    /// Kernels with neither report.
+    unreported: usize,
+    limits_seen: Vec<&'static str>,
+}
+
+fn report(
+    device: Option<&Context>,
+    arch: u32,
+    ty: &str,
+    item: &Item,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    let compiled =
+        jit::compile_uncached(item.module.name(), &item.source, arch).map_err(|e| e.to_string())?;
+    let limits = SmLimits::for_arch(arch);
+    let driver = match device {
+        Some(ctx) => Some(
+            mgpu::cuda::driver_reports(ctx, item.module, compiled.cubin)
+                .map_err(|e| e.to_string())?,
+        ),
+        None => None,
+    };
+    let ptxas = compiled.reports;
+    let from_driver = ptxas.is_empty() && driver.is_some();
+    let shown: &[KernelReport] = if from_driver {
+        driver.as_deref().unwrap_or_default()
+    } else {
+        &ptxas
+    };
+    if shown.is_empty() {
+        println!(
+            "{:<13} {ty:<4} ({}: NVRTC returned no ptxas report)",
+            item.label,
+            item.module.name()
+        );
+        tally.unreported += item.module.kernels().len();
+        return Ok(());
+    }
+    let t = &item.tuning;
+    let order = |r: &&KernelReport| {
+        let kernels = item.module.kernels();
+        kernels
+            .iter()
+            .position(|&k| k == r.name)
+            .unwrap_or(kernels.len())
+    };
+    let mut shown: Vec<&KernelReport> = shown.iter().collect();
+    shown.sort_by_key(order);
+    for r in shown {
+        let (nt, tile) = launch_threads(&r.name, t);
+        let launch = if tile {
+            format!("{}x{}x{}", nt, t.vt, t.occ)
+        } else {
+            format!("{nt}")
+        };
+        let drv = driver
+            .as_ref()
+            .and_then(|d| d.iter().find(|k| k.name == r.name));
+        let drv_regs = drv.map_or("-".to_string(), |d| d.registers.to_string());
+        let o = theoretical(r, nt, &limits);
+        // The driver reports local memory per thread (the stack frame), not spill traffic.
+        let spill = if from_driver {
+            "-".to_string()
+        } else {
+            (r.spill_stores + r.spill_loads).to_string()
+        };
+        println!(
+            "{:<13} {ty:<4} {:<24} {launch:>10} {:>4} {drv_regs:>4} {:>6} {:>5} {spill:>5} {:>7} \
+             {:>4.0}%  {:<13}  {}",
+            item.label,
+            r.name,
+            r.registers,
+            r.shared_bytes,
+            r.stack_frame,
+            o.ctas_per_sm,
+            o.fraction * 100.0,
+            o.limited_by,
+            next_step(r, nt, &limits, &o),
+        );
+        if !tally.limits_seen.contains(&o.limited_by) {
+            tally.limits_seen.push(o.limited_by);
+        }
+        if from_driver {
+            tally.from_driver += 1;
+        } else if let Some(d) = drv {
+            tally.compared += 1;
+            let what = format!("{} {ty} {}", item.label, r.name);
+            if d.registers != r.registers {
+                tally.register_mismatches.push(format!(
+                    "{what} (ptxas {}, driver {})",
+                    r.registers, d.registers
+                ));
+            }
+            if d.stack_frame != r.stack_frame {
+                tally.local_mismatches.push(format!(
+                    "{what} (ptxas {} B stack, driver {} B local)",
+                    r.stack_frame, d.stack_frame
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: OccupancyArgs) -> Result<(), String> {
-    let arch = args.arch;
     // The present GPU's architecture, else sm_90 (compiling needs NVRTC, not a GPU).
     let gpu = Context::new().ok().filter(|c| c.arch().is_some());
-    let arch = arch.unwrap_or_else(|| gpu.as_ref().and_then(|c| c.arch()).unwrap_or(90));
+    let gpu_arch = gpu.as_ref().and_then(|c| c.arch());
+    let arch = args.arch.or(gpu_arch).unwrap_or(90);
     let device = gpu.as_ref().filter(|c| c.arch() == Some(arch));
     if !jit::nvrtc_available() {
-        return Err("occupancy: NVRTC is needed to compile the kernels (pip install nvidia-cuda-nvrtc and put its lib folder on LD_LIBRARY_PATH)".into());
+        return Err(format!(
+            "occupancy: NVRTC is needed to compile the kernels, and it was {}. Install it: `pip \
+             install nvidia-cuda-nvrtc` in the active virtualenv or conda environment, or the \
+             CUDA toolkit (under CUDA_HOME, CUDA_PATH or /usr/local/cuda); or set MGPU_NVRTC to \
+             the libnvrtc file",
+            mgpu::cuda::discover::nvrtc()
+        ));
     }
+    let groups: Vec<&str> = match args.primitive.as_deref() {
+        Some("sort") => vec!["sort-keys", "sort-pairs"],
+        Some(p) => vec![primitive_label(p)],
+        None => GROUPS.iter().copied().filter(|&g| g != "merge").collect(),
+    };
+    let types: Vec<&str> = if args.types.is_empty() {
+        DEFAULT_TYPES.to_vec()
+    } else {
+        args.types.iter().map(String::as_str).collect()
+    };
     let l = SmLimits::for_arch(arch);
     println!(
-        "# sm_{arch}: {} registers, {} threads, {} CTAs, {} KB shared memory per SM; tunings from the table (MGPU_TUNING applies)",
+        "# sm_{arch}: {} registers, {} threads, {} CTAs, {} KB shared memory per SM; tunings: {} \
+         (the library's choice for each primitive)",
         l.registers,
         l.threads,
         l.ctas,
-        l.shared_bytes / 1024
+        l.shared_bytes / 1024,
+        tuning::source()
     );
     println!(
-        "{:<10} {:<4} {:<21} {:>8} {:>4} {:>7} {:>6} {:>9} {:>7}  limited by",
-        "family", "type", "kernel", "NTxVT", "regs", "smem", "local", "CTAs/SM", "occ"
+        "{:<13} {:<4} {:<24} {:>10} {:>4} {:>4} {:>6} {:>5} {:>5} {:>7} {:>5}  {:<13}  for one more CTA/SM",
+        "primitive", "type", "kernel", "NTxVTxOCC", "regs", "drv", "smem", "stack", "spill", "CTAs/SM",
+        "occ", "limited by"
     );
-    family_rows::<i32>(device, arch, "i32")?;
-    family_rows::<i64>(device, arch, "i64")?;
-    family_rows::<f32>(device, arch, "f32")?;
-    family_rows::<f64>(device, arch, "f64")
+    let mut tally = Tally::default();
+    for (i, g) in groups.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        for ty in &types {
+            for item in items_for(ty, g, arch)? {
+                report(device, arch, ty, &item, &mut tally)?;
+            }
+        }
+    }
+    println!();
+    let nvrtc = jit::nvrtc_version().map_or("NVRTC".to_string(), |(a, b)| format!("NVRTC {a}.{b}"));
+    match device {
+        Some(ctx) => {
+            let on = format!("sm_{arch}, {}", ctx.description());
+            if tally.compared > 0 {
+                let agree = tally.compared - tally.register_mismatches.len();
+                println!(
+                    "# registers: {agree} of {} kernels agree with the driver ({on})",
+                    tally.compared
+                );
+                for m in &tally.register_mismatches {
+                    println!("#   disagrees: {m}");
+                }
+                let agree = tally.compared - tally.local_mismatches.len();
+                println!(
+                    "# stack/local bytes: {agree} of {} kernels agree with the driver",
+                    tally.compared
+                );
+                for m in &tally.local_mismatches {
+                    println!("#   disagrees: {m}");
+                }
+            }
+            if tally.from_driver > 0 {
+                println!(
+                    "# {} kernels: {nvrtc} returned no ptxas report; the driver's numbers are shown \
+                     (stack = its local memory per thread), nothing to compare",
+                    tally.from_driver
+                );
+            }
+        }
+        None => {
+            let gpu_note = match gpu_arch {
+                Some(g) => format!("the GPU here is sm_{g}"),
+                None => "no GPU here".to_string(),
+            };
+            println!(
+                "# numbers from ptxas's report ({nvrtc}); not compared with the driver ({gpu_note}; \
+                 on an sm_{arch} GPU the drv column shows the driver's registers)"
+            );
+        }
+    }
+    if tally.unreported > 0 {
+        println!(
+            "# {} kernels: {nvrtc} returned no ptxas report and there is no sm_{arch} GPU to ask",
+            tally.unreported
+        );
+    }
+    println!(
+        "# smem: static shared memory per CTA; stack: local memory per thread; spill: bytes of \
+         spill stores + loads. Occupancy is a means, not the goal: with enough ILP a kernel runs \
+         well below 100% (`mgpu tune` measures)"
+    );
+    println!("# what would raise occupancy, by the limit that binds:");
+    for limit in &tally.limits_seen {
+        println!("#   {}", advice(limit, &l));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_more_cta_by_registers() {
+        let l = SmLimits::for_arch(90);
+        // 128 threads at 64 registers: 8 CTAs; 9 need at most 56 registers (7 x 256 per warp).
+        let r = KernelReport {
+            registers: 64,
+            shared_bytes: 4096,
+            ..Default::default()
+        };
+        let o = theoretical(&r, 128, &l);
+        assert_eq!((o.ctas_per_sm, o.limited_by), (8, "registers"));
+        assert_eq!(next_step(&r, 128, &l, &o), "<=56 regs: 9 CTAs");
+    }
+
+    #[test]
+    fn one_more_cta_by_shared_memory() {
+        let l = SmLimits::for_arch(90);
+        let r = KernelReport {
+            registers: 32,
+            shared_bytes: 40_000,
+            ..Default::default()
+        };
+        let o = theoretical(&r, 128, &l);
+        assert_eq!((o.ctas_per_sm, o.limited_by), (5, "shared memory"));
+        // 6 CTAs: (228 KB / 6) - 1 KB reserved each.
+        assert_eq!(next_step(&r, 128, &l, &o), "<=37.0 KB smem: 6 CTAs");
+    }
+
+    #[test]
+    fn every_primitive_and_type_has_modules() {
+        for p in GROUPS {
+            for ty in TYPES {
+                let items = items_for(ty, p, 90).unwrap();
+                assert!(!items.is_empty(), "{p} {ty}");
+                for i in items {
+                    assert!(i.tuning.vt <= 31 || !matches!(i.module, Module::Compact));
+                }
+            }
+        }
+    }
 }

@@ -10,7 +10,7 @@ pub enum Error {
     )]
     NoGpu(String),
     /// NVRTC is missing or failed outside of compiling the source.
-    #[error("NVRTC is not available: {0} (install the CUDA toolkit or `pip install nvidia-cuda-nvrtc` and put its lib folder on LD_LIBRARY_PATH)")]
+    #[error("NVRTC is not available: {0} (`pip install nvidia-cuda-nvrtc` in the active virtualenv or conda environment, or install the CUDA toolkit under CUDA_HOME, CUDA_PATH or /usr/local/cuda; or set MGPU_NVRTC to the libnvrtc file)")]
     NoNvrtc(String),
     /// A kernel did not compile; `log` is NVRTC's program log.
     #[error("kernel `{kernel}` failed to compile for {arch}; check the CUDA expressions of the operator, map or comparator and the element types' CUDA declarations.\nNVRTC log:\n{log}")]

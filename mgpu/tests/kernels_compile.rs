@@ -11,7 +11,7 @@ use mgpu::{Comparator, Element, Error, Map, Op};
 fn nvrtc() -> bool {
     let ok = jit::nvrtc_available();
     if !ok && std::env::var("MGPU_REQUIRE_NVRTC").as_deref() == Ok("1") {
-        panic!("MGPU_REQUIRE_NVRTC=1 but libnvrtc cannot be loaded (LD_LIBRARY_PATH?)");
+        panic!("MGPU_REQUIRE_NVRTC=1 but libnvrtc cannot be loaded (see `mgpu info`; MGPU_NVRTC names the library)");
     }
     if !ok {
         eprintln!("skipped: libnvrtc not found");
