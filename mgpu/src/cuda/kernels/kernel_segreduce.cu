@@ -63,6 +63,13 @@ struct SegMax {
   __device__ __forceinline__ O operator()(O a, O b) const { return a > b ? a : b; }
 };
 
+// Sets every mark of a tile to MGPU_NO_SEGMENT (all bits set).
+__device__ __forceinline__ void clear_marks(O* marks, int tid) {
+  constexpr int CHUNKS = MGPU_NV * (int)sizeof(O) / 16;
+  for (int c = tid; c < CHUNKS; c += MGPU_NT)
+    reinterpret_cast<uint4*>(marks)[c] = make_uint4(~0u, ~0u, ~0u, ~0u);
+}
+
 // The item at data index m.
 __device__ __forceinline__ T load_item(Input values, const T* matrix, const unsigned* cols,
                                        const T* vec, u64 m) {
@@ -116,13 +123,11 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #endif
 #endif
 #endif
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      storage.heads[i * MGPU_NT + tid] = MGPU_NO_SEGMENT;
+    // Clear the marks, 16 bytes a store (NV is a multiple of 32, so NV * sizeof(O) of 16).
+    clear_marks(storage.heads, tid);
 #if MGPU_INDIRECT
-      storage.last_heads[i * MGPU_NT + tid] = MGPU_NO_SEGMENT;
+    clear_marks(storage.last_heads, tid);
 #endif
-    }
     if (tid == 0) {
       // Whether a segment ends at the tile's last item, and which: at the input's end, the last
       // non-empty segment (the last tile's limit is the first segment starting at `count`);
@@ -141,32 +146,25 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     u64 chunk = seg_begin;
     do {
       int m = (int)min((u64)MGPU_NV, seg_end - chunk);
-#pragma unroll
-      for (int i = 0; i < MGPU_VT; ++i) {
-        int k = i * MGPU_NT + tid;
-        if (k < m) storage.offsets[k + 1] = offsets[chunk + k];
-      }
+      // Loops, not unrolled: a tile inside a long segment has no offsets to read or mark.
+      for (int k = tid; k < m; k += MGPU_NT) storage.offsets[k + 1] = offsets[chunk + k];
       if (tid == 0) storage.offsets[0] = chunk > 0 ? offsets[chunk - 1] : MGPU_NO_SEGMENT;
       if (tid == MGPU_NT - 1)
         storage.offsets[m + 1] = chunk + m < num_segments ? offsets[chunk + m] : (O)count;
       __syncthreads();
-#pragma unroll
-      for (int i = 0; i < MGPU_VT; ++i) {
-        int k = i * MGPU_NT + tid;
-        if (k < m) {
-          O start = storage.offsets[k + 1];
-          O j = (O)(chunk + k);
-          bool first_here = j == 0 || storage.offsets[k] != start;
-          if (first_here && (u64)start < base + n) storage.heads[start - base] = j;
-          if (storage.offsets[k + 2] == start) {
-            dest[j] = identity;  // an empty segment
-          }
-#if MGPU_INDIRECT
-          else {
-            storage.last_heads[start - base] = j;
-          }
-#endif
+      for (int k = tid; k < m; k += MGPU_NT) {
+        O start = storage.offsets[k + 1];
+        O j = (O)(chunk + k);
+        bool first_here = j == 0 || storage.offsets[k] != start;
+        if (first_here && (u64)start < base + n) storage.heads[start - base] = j;
+        if (storage.offsets[k + 2] == start) {
+          dest[j] = identity;  // an empty segment
         }
+#if MGPU_INDIRECT
+        else {
+          storage.last_heads[start - base] = j;
+        }
+#endif
       }
       __syncthreads();
       chunk += MGPU_NV;
@@ -175,10 +173,19 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     // Each thread's VT consecutive items (VT odd: conflict-free), heads and segment ends.
     int first = tid * MGPU_VT;
     T v[MGPU_VT];
+    // Bit i: a segment starts at item i (heads) / ends there (ends: one starts at item i + 1, or
+    // item i is the tile's last and a segment ends with it).
     unsigned heads = 0;
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i)
       if (first + i < n && storage.heads[first + i] != MGPU_NO_SEGMENT) heads |= 1u << i;
+    unsigned ends = heads >> 1;
+    {
+      int p = first + MGPU_VT - 1;  // the thread's last item
+      if (p + 1 < n) ends |= (unsigned)(storage.heads[p + 1] != MGPU_NO_SEGMENT) << (MGPU_VT - 1);
+      else if (first < n && storage.end_last)
+        ends |= 1u << (n - 1 - first);  // the tile's last item is this thread's
+    }
 #if MGPU_INDIRECT
     // The segment of each item: the last non-empty segment starting at or before it (before the
     // tile: the one before the tile's first segment), found by a max-scan of the threads' last
@@ -255,19 +262,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     for (int i = 0; i < MGPU_VT; ++i) {
       int p = first + i;
       if (p < n) x = SegPlus()(x, SegPair{(C)((heads >> i) & 1u), v[i]});
-      bool end;
-      O slot;
-      if (p + 1 < n) {
-        O h = storage.heads[p + 1];
-        end = h != MGPU_NO_SEGMENT;
-        slot = h - 1;
-      } else {
-        end = p + 1 == n && storage.end_last;
-        slot = storage.last_slot;
-      }
-      if (end) {
+      if ((ends >> i) & 1u) {
         storage.values[k] = x.value;
-        storage.offsets[k] = slot;
+        storage.offsets[k] = p + 1 < n ? storage.heads[p + 1] - 1 : storage.last_slot;
         ++k;
       }
     }
