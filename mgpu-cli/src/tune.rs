@@ -256,18 +256,24 @@ fn sources<T: Element + mgpu::Arithmetic>(
             Module::Reduce,
             jit::source(Module::Reduce, Some(&plus), &plain, t),
         )],
-        Family::Scan => vec![(
-            Module::Scan,
-            jit::source(Module::Scan, Some(&plus), &plain, t),
-        )],
-        Family::SortKeys => vec![(
-            Module::Merge,
-            jit::sort_source::<T, T>(&less, SortValues::None, t),
-        )],
-        Family::SortPairs => vec![(
-            Module::Merge,
-            jit::sort_source::<T, T>(&less, SortValues::Pairs, t),
-        )],
+        // The family's parts, as the library loads them (together, every kernel of the family).
+        Family::Scan => Module::Scan
+            .parts()
+            .iter()
+            .map(|&m| (m, jit::source(m, Some(&plus), &plain, t)))
+            .collect(),
+        Family::SortKeys | Family::SortPairs => {
+            let values = if family == Family::SortKeys {
+                SortValues::None
+            } else {
+                SortValues::Pairs
+            };
+            Module::Merge
+                .parts()
+                .iter()
+                .map(|&m| (m, jit::sort_part_source::<T, T>(m, &less, values, t)))
+                .collect()
+        }
         Family::Compact => {
             let spec = |unique, values| CompactSpec {
                 unique,

@@ -225,21 +225,32 @@ fn compile_type<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Re
             ));
         }
         "scan" => {
+            // Both parts: the small-input kernel and the look-back scan.
             let t = tuning::lookup(Family::Scan, arch, s).map_err(err)?;
-            modules.push((
-                Module::Scan,
-                jit::source(Module::Scan, Some(&plus), &plain, &t),
-            ));
+            for &m in Module::Scan.parts() {
+                modules.push((m, jit::source(m, Some(&plus), &plain, &t)));
+            }
         }
         "sort" | "merge" => {
+            // What the library loads: a sort the block sort and the merge passes (keys, and
+            // pairs), a merge the merge of two sequences (keys).
+            let parts: &[Module] = if primitive == "sort" {
+                &[Module::Blocksort, Module::MergePasses]
+            } else {
+                &[Module::MergeSequences]
+            };
             let t = tuning::lookup(Family::SortKeys, arch, s).map_err(err)?;
-            let keys = jit::sort_source::<T, T>(&less, SortValues::None, &t);
-            modules.push((Module::Merge, keys));
+            for &m in parts {
+                let keys = jit::sort_part_source::<T, T>(m, &less, SortValues::None, &t);
+                modules.push((m, keys));
+            }
             if primitive == "sort" {
                 let size = tuning::tile_element_size(Family::SortPairs, s, s);
                 let t = tuning::lookup(Family::SortPairs, arch, size).map_err(err)?;
-                let pairs = jit::sort_source::<T, T>(&less, SortValues::Pairs, &t);
-                modules.push((Module::Merge, pairs));
+                for &m in parts {
+                    let pairs = jit::sort_part_source::<T, T>(m, &less, SortValues::Pairs, &t);
+                    modules.push((m, pairs));
+                }
             }
         }
         other => return Err(format!("warmup: {other} needs a GPU to warm up")),

@@ -494,3 +494,50 @@ fn segreduce_kernels_compile_without_spills() {
     lines.extend(check_segreduce::<Affine, u32>(&affine_op(), None));
     eprintln!("{}", lines.join("\n"));
 }
+
+/// The parts of a family that the library loads (`Module::parts`: the small scan apart from the
+/// look-back scan, the block sort apart from the merge passes) compile each kernel exactly as the
+/// whole family's module does: same registers, shared memory, stack and spills.
+#[test]
+fn family_parts_compile_like_the_whole_family() {
+    if !nvrtc() {
+        return;
+    }
+    let reports = |module: Module, src: &str| {
+        let c = jit::compile_uncached(module.name(), src, ARCH).unwrap();
+        if no_report(&c) {
+            return None;
+        }
+        let names: Vec<&str> = c.reports.iter().map(|r| r.name.as_str()).collect();
+        let mut expect: Vec<&str> = module.kernels().to_vec();
+        expect.sort_unstable();
+        let mut got = names.clone();
+        got.sort_unstable();
+        assert_eq!(got, expect, "{module:?} compiled other kernels");
+        Some(c.reports)
+    };
+    let compare = |family: Module, source: &dyn Fn(Module) -> String| {
+        let Some(whole) = reports(family, &source(family)) else {
+            return;
+        };
+        for &part in family.parts() {
+            let Some(got) = reports(part, &source(part)) else {
+                continue;
+            };
+            for r in got {
+                let w = whole.iter().find(|w| w.name == r.name).unwrap();
+                assert_eq!(&r, w, "{part:?} compiles {} differently", r.name);
+            }
+        }
+    };
+    let t = tuning::lookup(Family::Scan, ARCH, 4).unwrap();
+    let plus = Op::<i32>::plus();
+    compare(Module::Scan, &|m| {
+        jit::source(m, Some(&plus), &Load::plain::<i32>(), &t)
+    });
+    let less = Comparator::<i32>::less();
+    let t = tuning::lookup(Family::SortKeys, ARCH, 4).unwrap();
+    compare(Module::Merge, &|m| {
+        jit::sort_part_source::<i32, i32>(m, &less, SortValues::None, &t)
+    });
+}

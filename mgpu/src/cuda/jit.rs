@@ -26,15 +26,31 @@ const SEGSCAN: &str = include_str!("kernels/segscan.cuh");
 const KERNEL_SEGREDUCE: &str = include_str!("kernels/kernel_segreduce.cu");
 
 /// A kernel family's module: which source files it is made of and which kernels it exports.
+/// The source defines `MGPU_WANT_<kernel>` for each exported kernel, and only those are compiled:
+/// a family's part (`ScanTiles`, `Blocksort`, ...) compiles a subset of its kernels, from the same
+/// source and with the same code, so that a call compiles only what it launches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Module {
     /// `mgpu_reduce`.
     Reduce,
-    /// `mgpu_scan_lookback`, `mgpu_scan_tiles`.
+    /// `mgpu_scan_lookback`, `mgpu_scan_tiles`: the whole family (what the tools compile and
+    /// report on; the library loads its parts).
     Scan,
+    /// `mgpu_scan_tiles`: the small-input scan, and the spine and downsweep of reduce-then-scan.
+    ScanTiles,
+    /// `mgpu_scan_lookback`: the single-pass look-back scan.
+    ScanLookback,
     /// `mgpu_blocksort`, `mgpu_merge_partition`, `mgpu_merge_pass`, `mgpu_merge4_partition`,
-    /// `mgpu_merge4_pass`, `mgpu_merge`.
+    /// `mgpu_merge4_pass`, `mgpu_merge`: the whole family (what the tools compile and report on;
+    /// the library loads its parts).
     Merge,
+    /// `mgpu_blocksort`: a sort of one tile, and the first step of every sort.
+    Blocksort,
+    /// `mgpu_merge_partition`, `mgpu_merge_pass`, `mgpu_merge4_partition`, `mgpu_merge4_pass`: the
+    /// merge passes of a sort of more than one tile.
+    MergePasses,
+    /// `mgpu_merge_partition`, `mgpu_merge`: the merge of two sorted sequences.
+    MergeSequences,
     /// `mgpu_transform`.
     Transform,
     /// `mgpu_compact`: select, partition, unique.
@@ -49,8 +65,41 @@ pub enum Module {
 }
 
 impl Module {
-    fn sources(self) -> &'static [&'static str] {
+    /// The whole family a module is part of (itself for a whole family).
+    pub fn family(self) -> Module {
         match self {
+            Module::ScanTiles | Module::ScanLookback => Module::Scan,
+            Module::Blocksort | Module::MergePasses | Module::MergeSequences => Module::Merge,
+            m => m,
+        }
+    }
+
+    /// The modules the library loads for a whole family (each a part of it, together compiling
+    /// every kernel of the family); a module that is not split is its own part.
+    pub fn parts(self) -> &'static [Module] {
+        match self {
+            Module::Scan => &[Module::ScanTiles, Module::ScanLookback],
+            Module::Merge => &[
+                Module::Blocksort,
+                Module::MergePasses,
+                Module::MergeSequences,
+            ],
+            Module::Reduce => &[Module::Reduce],
+            Module::Transform => &[Module::Transform],
+            Module::Compact => &[Module::Compact],
+            Module::ReduceByKey => &[Module::ReduceByKey],
+            Module::NonTrivialRuns => &[Module::NonTrivialRuns],
+            Module::SegReduce => &[Module::SegReduce],
+            Module::ScanTiles => &[Module::ScanTiles],
+            Module::ScanLookback => &[Module::ScanLookback],
+            Module::Blocksort => &[Module::Blocksort],
+            Module::MergePasses => &[Module::MergePasses],
+            Module::MergeSequences => &[Module::MergeSequences],
+        }
+    }
+
+    fn sources(self) -> &'static [&'static str] {
+        match self.family() {
             Module::Reduce => &[INTRINSICS, LOADSTORE, CTA_REDUCE, KERNEL_REDUCE],
             Module::Scan => &[
                 INTRINSICS,
@@ -80,6 +129,7 @@ impl Module {
                 SEGSCAN,
                 KERNEL_SEGREDUCE,
             ],
+            part => unreachable!("{part:?} is a family"),
         }
     }
     /// The kernels the module exports.
@@ -87,6 +137,8 @@ impl Module {
         match self {
             Module::Reduce => &["mgpu_reduce"],
             Module::Scan => &["mgpu_scan_lookback", "mgpu_scan_tiles"],
+            Module::ScanTiles => &["mgpu_scan_tiles"],
+            Module::ScanLookback => &["mgpu_scan_lookback"],
             Module::Merge => &[
                 "mgpu_blocksort",
                 "mgpu_merge_partition",
@@ -95,6 +147,14 @@ impl Module {
                 "mgpu_merge4_pass",
                 "mgpu_merge",
             ],
+            Module::Blocksort => &["mgpu_blocksort"],
+            Module::MergePasses => &[
+                "mgpu_merge_partition",
+                "mgpu_merge_pass",
+                "mgpu_merge4_partition",
+                "mgpu_merge4_pass",
+            ],
+            Module::MergeSequences => &["mgpu_merge_partition", "mgpu_merge"],
             Module::Transform => &["mgpu_transform"],
             Module::Compact => &["mgpu_compact"],
             Module::ReduceByKey => &["mgpu_reduce_by_key"],
@@ -111,7 +171,12 @@ impl Module {
         match self {
             Module::Reduce => "reduce",
             Module::Scan => "scan",
+            Module::ScanTiles => "scan_tiles",
+            Module::ScanLookback => "scan_lookback",
             Module::Merge => "merge",
+            Module::Blocksort => "blocksort",
+            Module::MergePasses => "merge_passes",
+            Module::MergeSequences => "merge_sequences",
             Module::Transform => "transform",
             Module::Compact => "compact",
             Module::ReduceByKey => "reduce_by_key",
@@ -121,16 +186,17 @@ impl Module {
     }
 }
 
+/// The head of every module's source: its name, the kernels it compiles and the tuning.
 fn tuning_defines(module: Module, tuning: &Tuning) -> String {
-    format!(
-        "// mgpu {} kernels, generated\n#define MGPU_NT {}\n#define MGPU_VT {}\n#define MGPU_OCC {}\n\
-         #define MGPU_BACKOFF {}\n",
-        module.name(),
-        tuning.nt,
-        tuning.vt,
-        tuning.occ,
-        tuning.backoff_ns,
-    )
+    let mut s = format!("// mgpu {} kernels, generated\n", module.name());
+    for k in module.kernels() {
+        s.push_str(&format!("#define MGPU_WANT_{k} 1\n"));
+    }
+    s.push_str(&format!(
+        "#define MGPU_NT {}\n#define MGPU_VT {}\n#define MGPU_OCC {}\n#define MGPU_BACKOFF {}\n",
+        tuning.nt, tuning.vt, tuning.occ, tuning.backoff_ns,
+    ));
+    s
 }
 
 /// `typedef` of an element type under `alias`, with a check that the CUDA declaration matches.
@@ -247,7 +313,7 @@ pub fn source<T: Element>(
 ) -> String {
     let mut s = String::with_capacity(32 * 1024);
     s.push_str(&tuning_defines(module, tuning));
-    if module == Module::Scan {
+    if module.family() == Module::Scan {
         // The look-back status layout, which the host allocates (cuda/scan.rs).
         s.push_str(&format!(
             "#define MGPU_STATUS_SLOT {}\n#define MGPU_VALUE_RECORD {}\n",
@@ -289,14 +355,31 @@ pub enum SortValues {
     Indices,
 }
 
-/// The merge / mergesort module's source for keys `K`, values `V`, comparator and tuning.
+/// The whole merge / mergesort module's source (`Module::Merge`, every kernel of the family) for
+/// keys `K`, values `V`, comparator and tuning.
 pub fn sort_source<K: Element, V: Element>(
     comparator: &Comparator<K>,
     values: SortValues,
     tuning: &Tuning,
 ) -> String {
+    sort_part_source::<K, V>(Module::Merge, comparator, values, tuning)
+}
+
+/// The source of `module`, the merge family or one of its parts (`Blocksort`, `MergePasses`,
+/// `MergeSequences`), for keys `K`, values `V`, comparator and tuning.
+pub fn sort_part_source<K: Element, V: Element>(
+    module: Module,
+    comparator: &Comparator<K>,
+    values: SortValues,
+    tuning: &Tuning,
+) -> String {
+    assert_eq!(
+        module.family(),
+        Module::Merge,
+        "{module:?} is not a sort module"
+    );
     let mut s = String::with_capacity(32 * 1024);
-    s.push_str(&tuning_defines(Module::Merge, tuning));
+    s.push_str(&tuning_defines(module, tuning));
     s.push_str(&format!("#define MGPU_VALUES {}\n", values as u32));
     s.push_str(K::CUDA_DECLARATION);
     s.push('\n');
@@ -312,7 +395,7 @@ pub fn sort_source<K: Element, V: Element>(
          return ({});\n  }}\n}};\n",
         comparator.cuda_expression()
     ));
-    for part in Module::Merge.sources() {
+    for part in module.sources() {
         s.push_str(part);
         s.push('\n');
     }
@@ -817,4 +900,43 @@ pub fn parse_ptxas_log(log: &str) -> Vec<KernelReport> {
         }
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A family's parts together export exactly its kernels, each part a subset, and a part's
+    /// source asks for its own kernels only.
+    #[test]
+    fn parts_cover_their_family() {
+        for family in [Module::Scan, Module::Merge] {
+            let mut names: Vec<&str> = Vec::new();
+            for &part in family.parts() {
+                assert_eq!(part.family(), family);
+                assert_ne!(part.name(), family.name());
+                for k in part.kernels() {
+                    assert!(family.kernels().contains(k), "{part:?} {k}");
+                    if !names.contains(k) {
+                        names.push(k);
+                    }
+                }
+            }
+            assert_eq!(names.len(), family.kernels().len(), "{family:?}");
+        }
+        let t = Tuning::new(128, 7, 4);
+        let less = Comparator::<i32>::less();
+        let src = sort_part_source::<i32, i32>(Module::Blocksort, &less, SortValues::None, &t);
+        assert!(src.contains("#define MGPU_WANT_mgpu_blocksort 1"));
+        assert!(!src.contains("#define MGPU_WANT_mgpu_merge"));
+        let src = source(
+            Module::ScanTiles,
+            Some(&Op::<i32>::plus()),
+            &Load::plain::<i32>(),
+            &t,
+        );
+        assert!(src.contains("#define MGPU_WANT_mgpu_scan_tiles 1"));
+        assert!(!src.contains("#define MGPU_WANT_mgpu_scan_lookback"));
+        assert!(src.contains("#define MGPU_STATUS_SLOT"));
+    }
 }

@@ -226,15 +226,18 @@ impl Gpu {
         })
     }
 
-    /// The merge / mergesort module for keys `K` and values `V`.
+    /// A merge / mergesort module (`Blocksort`, `MergePasses` or `MergeSequences`) for keys `K`
+    /// and values `V`.
     pub fn sort_module<K: Element, V: Element>(
         &self,
+        module: jit::Module,
         comparator: &crate::Comparator<K>,
         values: jit::SortValues,
         tuning: &Tuning,
     ) -> Result<Arc<LoadedModule>> {
         let key = format!(
-            "merge|{}|{}|{}|{}|{}|{}|{:?}|{:?}",
+            "{:?}|{}|{}|{}|{}|{}|{}|{:?}|{:?}",
+            module,
             K::CUDA_TYPE,
             K::CUDA_DECLARATION,
             V::CUDA_TYPE,
@@ -244,8 +247,8 @@ impl Gpu {
             values,
             tuning
         );
-        self.load(key, jit::Module::Merge, tuning, || {
-            jit::sort_source::<K, V>(comparator, values, tuning)
+        self.load(key, module, tuning, || {
+            jit::sort_part_source::<K, V>(module, comparator, values, tuning)
         })
     }
 

@@ -153,11 +153,12 @@ pub(crate) fn scan<T: Element>(
     let exclusive = exclusive as i32;
     let nv = tuning.nv() as u64;
     let num_tiles = count.div_ceil(nv);
-    let module = gpu.module(Module::Scan, Some(op), load, tuning)?;
-    let (tiles_kernel, blocks_per_sm) = module.function("mgpu_scan_tiles");
     let no_carry: u64 = 0;
 
+    // Each path compiles (loads) only the kernels it launches.
     if num_tiles <= SINGLE_CTA_TILES {
+        let module = gpu.module(Module::ScanTiles, Some(op), load, tuning)?;
+        let (tiles_kernel, _) = module.function("mgpu_scan_tiles");
         return launch(
             gpu,
             tiles_kernel,
@@ -181,6 +182,7 @@ pub(crate) fn scan<T: Element>(
                 0
             };
             let num_tiles = (count + head).div_ceil(nv);
+            let module = gpu.module(Module::ScanLookback, Some(op), load, tuning)?;
             let (f, resident) = module.function("mgpu_scan_lookback");
             let grid = num_tiles.min((gpu.sm_count * resident) as u64);
             with_lookback(
@@ -211,6 +213,8 @@ pub(crate) fn scan<T: Element>(
             )
         }
         ScanAlgorithm::ReduceThenScan => {
+            let module = gpu.module(Module::ScanTiles, Some(op), load, tuning)?;
+            let (tiles_kernel, blocks_per_sm) = module.function("mgpu_scan_tiles");
             let (grid, tiles_per_cta) = split(num_tiles, (gpu.sm_count * blocks_per_sm) as u64);
             let partials = DeviceMem::alloc(gpu, grid as usize * std::mem::size_of::<T>())?;
             let upsweep_tuning =
@@ -231,7 +235,7 @@ pub(crate) fn scan<T: Element>(
             let plain = if load.is_plain() {
                 None
             } else {
-                Some(gpu.module(Module::Scan, Some(op), &Load::plain::<T>(), tuning)?)
+                Some(gpu.module(Module::ScanTiles, Some(op), &Load::plain::<T>(), tuning)?)
             };
             let spine_kernel = plain
                 .as_ref()

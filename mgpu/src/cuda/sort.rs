@@ -1,7 +1,7 @@
 //! Host side of merge and mergesort: blocksort, then merge passes ping-ponging between the
 //! caller's buffer and one temporary, arranged so that the result lands in the caller's buffer.
 
-use super::jit::SortValues;
+use super::jit::{Module, SortValues};
 use super::memory::DeviceMem;
 use super::{launch, Gpu};
 use crate::error::Result;
@@ -59,7 +59,6 @@ pub(crate) fn sort<K: Element, V: Element>(
     if count == 0 {
         return Ok(());
     }
-    let module = gpu.sort_module::<K, V>(comparator, mode, tuning)?;
     let nv = tuning.nv() as u64;
     let num_tiles = count.div_ceil(nv);
     // Merge levels: runs of one tile double in length until they cover the input. Levels go two
@@ -67,6 +66,20 @@ pub(crate) fn sort<K: Element, V: Element>(
     let levels = u64::BITS - (num_tiles - 1).leading_zeros(); // ceil(log2(num_tiles))
     let two_way = levels % 2;
     let passes = two_way + levels / 2;
+    let blocksort_module = gpu.sort_module::<K, V>(Module::Blocksort, comparator, mode, tuning)?;
+    let (blocksort, _) = blocksort_module.function("mgpu_blocksort");
+    if passes == 0 {
+        // One tile: sorted in place (the kernel stages it in shared memory), and only the block
+        // sort is compiled.
+        return launch(
+            gpu,
+            blocksort,
+            1,
+            tuning.nt,
+            &[&keys, &values, &keys, &values, &count],
+        );
+    }
+    let module = gpu.sort_module::<K, V>(Module::MergePasses, comparator, mode, tuning)?;
     let has_values = mode != SortValues::None;
     let temp_keys = DeviceMem::alloc(gpu, count as usize * std::mem::size_of::<K>())?;
     let temp_values = if has_values {
@@ -84,7 +97,6 @@ pub(crate) fn sort<K: Element, V: Element>(
     if passes.is_multiple_of(2) {
         std::mem::swap(&mut src, &mut dst);
     }
-    let (blocksort, _) = module.function("mgpu_blocksort");
     launch(
         gpu,
         blocksort,
@@ -92,9 +104,6 @@ pub(crate) fn sort<K: Element, V: Element>(
         tuning.nt,
         &[&keys, &values, &dst.0, &dst.1, &count],
     )?;
-    if passes == 0 {
-        return Ok(());
-    }
     let pairs = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 8)?;
     let quads = if levels >= 2 {
         Some(DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 32)?)
@@ -176,7 +185,7 @@ pub(crate) fn merge<K: Element, V: Element>(
     if total == 0 {
         return Ok(());
     }
-    let module = gpu.sort_module::<K, V>(comparator, mode, tuning)?;
+    let module = gpu.sort_module::<K, V>(Module::MergeSequences, comparator, mode, tuning)?;
     let num_tiles = total.div_ceil(tuning.nv() as u64);
     let splits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 8)?;
     let (partition, _) = module.function("mgpu_merge_partition");

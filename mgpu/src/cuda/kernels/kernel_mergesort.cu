@@ -4,6 +4,10 @@
 //   mgpu_merge_partition merge path split of every output tile boundary of a merge pass.
 //   mgpu_merge_pass      each CTA merges one output tile of a pass (runs of `width` pairwise).
 //   mgpu_merge           merge of two separate sorted sequences, one output tile per CTA.
+//   mgpu_merge4_*        four-way merge passes (below).
+// A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs, Module::kernels):
+// a sort of one tile needs mgpu_blocksort alone, larger sorts add the merge passes' kernels, a merge
+// of two sequences needs mgpu_merge_partition and mgpu_merge.
 
 struct SortStorage {
   __align__(16) K keys[MGPU_SLOTS];
@@ -75,6 +79,7 @@ __device__ __forceinline__ void store_tile(const SortStorage& s, K* keys, V* val
 #endif
 }
 
+#ifdef MGPU_WANT_mgpu_blocksort
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_blocksort(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count) {
   __shared__ SortStorage s;
@@ -135,6 +140,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   }
   store_tile(s, keys_out, values_out, base, n, tid);
 }
+#endif
 
 // The runs of a merge pass: output position `gid` lies in the pair of runs starting at
 // `pair_start`; A = [a0, a1), B = [a1, b1).
@@ -153,6 +159,7 @@ __device__ __forceinline__ RunPair run_pair(u64 gid, u64 width, u64 count) {
 // partitions[i] = where A stands at output i * NV, for i in 0..=num_tiles. A merge pass (standalone
 // == 0): the absolute index of the first A element not yet output, runs of `width` in a_keys.
 // A standalone merge of a_keys and b_keys: the count of A elements before output i * NV.
+#ifdef MGPU_WANT_mgpu_merge_partition
 extern "C" __global__ void mgpu_merge_partition(const K* a_keys, u64 a_total, const K* b_keys,
                                                 u64 b_total, int standalone, u64 width,
                                                 u64 num_partitions, u64* partitions) {
@@ -171,6 +178,7 @@ extern "C" __global__ void mgpu_merge_partition(const K* a_keys, u64 a_total, co
                                            diag, comp);
   }
 }
+#endif
 
 // Whether elements of X can be copied with cp.async from every pointer (4, 8 or 16 bytes, aligned).
 template <typename X, int R>
@@ -320,6 +328,7 @@ __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, cons
   store_tile(s, keys_out, values_out, out_base, total, tid);
 }
 
+#ifdef MGPU_WANT_mgpu_merge_pass
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
                     u64 width, const u64* partitions) {
@@ -342,7 +351,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   merge_tile(s, keys_in, values_in, a_begin, a_end, keys_in, values_in, b_begin, b_end, keys_out,
              values_out, out_begin, comp);
 }
+#endif
 
+#ifdef MGPU_WANT_mgpu_merge
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge(const K* a_keys, const V* a_values, u64 a_count, const K* b_keys,
                const V* b_values, u64 b_count, K* keys_out, V* values_out,
@@ -357,6 +368,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   merge_tile(s, a_keys, a_values, a_begin, a_end, b_keys, b_values, b_begin, b_end, keys_out,
              values_out, out_begin, comp);
 }
+#endif
 
 // ---- Four-way merge passes: two levels of the merge tree per trip through memory ----
 // Runs A, B, C and D of `width` keys merge as merge(merge(A, B), merge(C, D)): stable, because the
@@ -407,6 +419,7 @@ __device__ __forceinline__ u64 pair_split(const u64* pairs, u64 start, u64 n1, u
 // AB = merge(A, B) and CD = merge(C, D) is first found among the multiples of NV, where AB's and
 // CD's keys come straight from `pairs`, then inside that window of NV, where each probe finds
 // its AB and CD keys with merge path searches bounded by what earlier probes learned.
+#ifdef MGPU_WANT_mgpu_merge4_partition
 extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 width,
                                                  const u64* pairs, u64 num_partitions,
                                                  u64* quads) {
@@ -497,11 +510,13 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
   q[2] = g.r[2] + t;
   q[3] = g.r[3] + (k - lo - t);
 }
+#endif
 
 // Merges one output tile of a four-way pass: the tile's parts of A, B, C and D (from `quads`)
 // go to shared memory side by side; the first level merges A with B and C with D in one sweep
 // (a thread whose outputs straddle the two merges switches runs mid-way), the second merges the
 // two results.
+#ifdef MGPU_WANT_mgpu_merge4_pass
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
                      u64 width, const u64* quads) {
@@ -560,3 +575,4 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   merged_to_shared(s, k, v, from, total, tid);
   store_tile(s, keys_out, values_out, out_begin, total, tid);
 }
+#endif

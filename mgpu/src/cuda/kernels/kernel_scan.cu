@@ -4,6 +4,8 @@
 //   mgpu_scan_tiles     CTA c scans a contiguous range of tiles in order with a running carry. With one
 //                       CTA it is the small-input path and the spine of reduce-then-scan; with many,
 //                       given the spine's carry-ins, it is that algorithm's downsweep.
+// A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs, Module::kernels):
+// the small-input path needs mgpu_scan_tiles alone, the look-back scan mgpu_scan_lookback alone.
 
 typedef TileStatusOf<T> TileStatus;
 typedef CtaScanStorageOf<T> CtaScanStorage;
@@ -74,6 +76,7 @@ __device__ __forceinline__ bool vector_ok(const void* p) {
 // clipped to [0, count)): the host picks `head` so that every tile but the first begins on a
 // 128-byte line of the output, where a view that does not start on one would otherwise have every
 // tile straddle lines (i32 at a 16-byte offset: 11% slower).
+#ifdef MGPU_WANT_mgpu_scan_lookback
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_scan_lookback(Input in, T* out, u64 count, u64 head, int exclusive, u64* tickets,
                        u64 first_ticket, TileStatus status, T* total_out, T identity) {
@@ -97,7 +100,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     __syncthreads();  // the tile's storage is free and the next ticket visible
   }
 }
+#endif
 
+#ifdef MGPU_WANT_mgpu_scan_tiles
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_scan_tiles(Input in, T* out, u64 count, int exclusive, u64 tiles_per_cta,
                     const T* carry_in, T* total_out, T identity) {
@@ -118,3 +123,4 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   }
   if (total_out && count == 0 && blockIdx.x == 0 && threadIdx.x == 0) *total_out = identity;
 }
+#endif
