@@ -322,10 +322,36 @@ fn sources<T: Element + mgpu::Arithmetic>(
                 wide_count: false,
             };
             let mul = Op::<T>::multiplies();
-            vec![(
-                Module::SegReduce,
-                jit::segreduce_source::<T>(&spec, &plain, &plus, spmv.then_some(&mul), t),
-            )]
+            // The parts as the library loads them: the tiles, and the helpers (compiled with
+            // `u32` values and `plus`, cuda/segreduce.rs).
+            let helpers = SegReduceSpec {
+                items: SegItems::Values,
+                ..spec
+            };
+            vec![
+                (
+                    Module::SegReduceTiles,
+                    jit::segreduce_part_source::<T>(
+                        Module::SegReduceTiles,
+                        &spec,
+                        &plain,
+                        &plus,
+                        spmv.then_some(&mul),
+                        t,
+                    ),
+                ),
+                (
+                    Module::SegReduceHelpers,
+                    jit::segreduce_part_source::<u32>(
+                        Module::SegReduceHelpers,
+                        &helpers,
+                        &Load::plain::<u32>(),
+                        &Op::plus(),
+                        None,
+                        t,
+                    ),
+                ),
+            ]
         }
     }
 }

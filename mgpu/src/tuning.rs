@@ -206,6 +206,9 @@ const TABLE: &[Entry] = &[
     e(Family::Reduce, 70, 4, 256, 16, 4),
     e(Family::Reduce, 70, 8, 256, 8, 4),
     e(Family::Reduce, 70, 16, 256, 4, 4),
+    // sm_90 (`mgpu tune reduce`, 2026-11-23, H100 SXM, 2^26, G items/s): i32 256x16x4 675.0,
+    //   the best of the sweep; i64 best 512x7x4 362.1, 1.024x 256x8x4's 353.6 (one run): the
+    //   sm_70 entries stay in effect there.
     e(Family::Scan, 70, 4, 256, 15, 2),
     e(Family::Scan, 70, 8, 256, 9, 2),
     e(Family::Scan, 70, 16, 128, 7, 4),
@@ -260,6 +263,9 @@ const TABLE: &[Entry] = &[
     //   128x55x8 0.762 | 128x39x10 0.760 | 128x35x12 0.761 | 64x63x14 0.765 | 128x31x13 0.769:
     //   the tile stays. i64 (two rounds): 128x27x8 1.584-1.595 | 128x23x9 1.612-1.614 | 128x31x6
     //   1.602-1.615 | 128x25x8 1.604-1.622 | 256x13x5 1.724-1.734; f64 alike. 8-byte: 128x27x8.
+    // `mgpu tune scan` (2026-11-23, H100 SXM, 2^26, G items/s): i32 best 256x39x5 341.1, 1.015x
+    //   the entry's 335.9, but at 2^28 it ran 0.813 ms against the entry's 0.753: kept. i64 best
+    //   256x15x7 177.6, 1.009x the entry's 176.1 (within run-to-run noise): kept.
     e(Family::Scan, 90, 2, 128, 39, 9),
     e(Family::Scan, 90, 4, 128, 39, 11),
     e(Family::Scan, 90, 8, 128, 27, 8),
@@ -320,6 +326,10 @@ const TABLE: &[Entry] = &[
     //   i32 | f32 pairs: 256x17x2 19.77 | 22.08; 256x21x2 21.34 | 21.83 (256x23x2 is over
     //                    MAX_TILE_BYTES).
     //   `mgpu bench sort --sizes 28` with 256x23x6: i32 keys 11.20 ms, 1.313x CUB SortKeys.
+    // `mgpu tune sort` (2026-11-23, H100 SXM, 2^26, G items/s; 81 s for i32, 101 s for i64):
+    //   i32 keys 256x23x6 23.23 (the entry, 1.002x); i32 pairs 256x17x2 14.30 (the entry);
+    //   i64 keys 256x17x3 13.73 (the entry, 1.001x); i64 pairs best 128x17x5 7.95, 1.019x the
+    //   entry's 7.80 (one run, within noise): every entry kept.
     e(Family::SortKeys, 90, 2, 256, 17, 4),
     e(Family::SortKeys, 90, 4, 256, 23, 6),
     e(Family::SortKeys, 90, 8, 256, 17, 3),
@@ -341,7 +351,16 @@ const TABLE: &[Entry] = &[
     // 256x11x3 0.420 | 0.366 | 0.288 | 0.276; 128x23x5 0.421 | 0.346 | 0.269 | 0.260 (best, but
     // it spills 28 bytes at OCC 5's register cap). 128x27x4 (the "128x29x4" row: VT lowered to
     // fit 12 bytes per item) is clean and within 2-6% of it.
-    e(Family::SegReduce, 90, 4, 128, 27, 4),
+    // `mgpu tune segreduce` (2026-11-23, H100 SXM, after the tile's strided offset loops; G items
+    //   per s over every distribution at 2^26): i32 128x23x6 201.9, 1.030x 128x27x4's 196.0
+    //   (128x15x9 196.9, 256x11x5 169.4, 64x23x11 186.2); i64 128x15x7 108.2, 1.645x the
+    //   inherited 128x11x4's 65.8: with OCC 4, 8-byte tiles ran 4 CTAs per SM. 128x15x7 spills
+    //   12 bytes for f64 (72 registers), so the entry is 128x15x6 (80 registers, clean).
+    e(Family::SegReduce, 90, 4, 128, 23, 6),
+    e(Family::SegReduce, 90, 8, 128, 15, 6),
+    // `mgpu tune select` / `mgpu tune reduce-by-key` (2026-11-23, H100 SXM, i32 at 2^26, G items
+    //   per s): keys 256x23x2 358.4, 1.000x the entry's 358.4; keys with values 128x31x4 221.4
+    //   (the entry): kept.
     e(Family::Compact, 90, 2, 128, 15, 4),
     e(Family::Compact, 90, 4, 128, 23, 6),
     e(Family::Compact, 90, 8, 128, 31, 4),

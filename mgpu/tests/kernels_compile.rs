@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use mgpu::cuda::jit::{self, Load, Module, SortValues};
+use mgpu::cuda::jit::{self, Load, Module, SegItems, SegReduceSpec, SortValues};
 use mgpu::tuning::{self, Family};
 use mgpu::{Comparator, Element, Error, Map, Op};
 
@@ -424,7 +424,6 @@ fn compaction_kernels_compile_without_spills() {
 /// The segmented-reduction module for values `T` and offsets `O`: values (plain and mapped),
 /// SpMV unary and binary, direct and indirect, 32-bit and 64-bit counts.
 fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>) -> Vec<String> {
-    use jit::{SegItems, SegReduceSpec};
     let mut lines = Vec::new();
     let mut kinds = vec![SegItems::Values];
     if mul.is_some() {
@@ -441,6 +440,7 @@ fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>)
                 };
                 let tuning =
                     mgpu::segreduce::tuning_for::<T, O>(Some(ARCH), items, indirect).unwrap();
+                let tuning = spec.tuning(&tuning);
                 let mul = (items == SegItems::SpmvBinary).then_some(mul).flatten();
                 let src = jit::segreduce_source::<T>(&spec, &Load::plain::<T>(), op, mul, &tuning);
                 let what = format!("{spec:?}");
@@ -539,5 +539,15 @@ fn family_parts_compile_like_the_whole_family() {
     let t = tuning::lookup(Family::SortKeys, ARCH, 4).unwrap();
     compare(Module::Merge, &|m| {
         jit::sort_part_source::<i32, i32>(m, &less, SortValues::None, &t)
+    });
+    let t = tuning::lookup(Family::SegReduce, ARCH, 4).unwrap();
+    let spec = SegReduceSpec {
+        items: SegItems::Values,
+        indirect: false,
+        wide_offsets: false,
+        wide_count: false,
+    };
+    compare(Module::SegReduce, &|m| {
+        jit::segreduce_part_source::<i32>(m, &spec, &Load::plain::<i32>(), &plus, None, &t)
     });
 }

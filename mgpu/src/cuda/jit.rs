@@ -60,8 +60,14 @@ pub enum Module {
     /// `mgpu_non_trivial_runs`.
     NonTrivialRuns,
     /// `mgpu_segreduce`, `mgpu_segreduce_partition`, `mgpu_segreduce_validate`: segmented
-    /// reduction over CSR segments (and SpMV).
+    /// reduction over CSR segments (and SpMV); the whole family (what the tools compile and
+    /// report on; the library loads its parts).
     SegReduce,
+    /// `mgpu_segreduce`: the tiles of a segmented reduction or SpMV.
+    SegReduceTiles,
+    /// `mgpu_segreduce_partition`, `mgpu_segreduce_validate`: the tile limits and the geometry's
+    /// checks, which depend on the offsets' width and the tile size only.
+    SegReduceHelpers,
 }
 
 impl Module {
@@ -70,6 +76,7 @@ impl Module {
         match self {
             Module::ScanTiles | Module::ScanLookback => Module::Scan,
             Module::Blocksort | Module::MergePasses | Module::MergeSequences => Module::Merge,
+            Module::SegReduceTiles | Module::SegReduceHelpers => Module::SegReduce,
             m => m,
         }
     }
@@ -89,7 +96,9 @@ impl Module {
             Module::Compact => &[Module::Compact],
             Module::ReduceByKey => &[Module::ReduceByKey],
             Module::NonTrivialRuns => &[Module::NonTrivialRuns],
-            Module::SegReduce => &[Module::SegReduce],
+            Module::SegReduce => &[Module::SegReduceTiles, Module::SegReduceHelpers],
+            Module::SegReduceTiles => &[Module::SegReduceTiles],
+            Module::SegReduceHelpers => &[Module::SegReduceHelpers],
             Module::ScanTiles => &[Module::ScanTiles],
             Module::ScanLookback => &[Module::ScanLookback],
             Module::Blocksort => &[Module::Blocksort],
@@ -164,6 +173,8 @@ impl Module {
                 "mgpu_segreduce_partition",
                 "mgpu_segreduce_validate",
             ],
+            Module::SegReduceTiles => &["mgpu_segreduce"],
+            Module::SegReduceHelpers => &["mgpu_segreduce_partition", "mgpu_segreduce_validate"],
         }
     }
     /// The module's name in reports.
@@ -182,6 +193,8 @@ impl Module {
             Module::ReduceByKey => "reduce_by_key",
             Module::NonTrivialRuns => "non_trivial_runs",
             Module::SegReduce => "segreduce",
+            Module::SegReduceTiles => "segreduce_tiles",
+            Module::SegReduceHelpers => "segreduce_helpers",
         }
     }
 }
@@ -570,8 +583,25 @@ pub struct SegReduceSpec {
     pub wide_count: bool,
 }
 
-/// The segmented-reduction module's source for values `T` read as `load` says, reduced by `op`
-/// (SpMV binary: products by `mul`).
+impl SegReduceSpec {
+    /// The tuning this variant runs with, given the table's: the table's OCC is measured on plain
+    /// values with 32-bit offsets and counts; the variants that keep more live state (SpMV's
+    /// columns, indirect sources, 64-bit offsets or counts) spill at OCC 6, and keep OCC <= 4.
+    pub fn tuning(&self, table: &Tuning) -> Tuning {
+        let plain = self.items == SegItems::Values
+            && !self.indirect
+            && !self.wide_offsets
+            && !self.wide_count;
+        let mut t = *table;
+        if !plain {
+            t.occ = t.occ.min(4);
+        }
+        t
+    }
+}
+
+/// The whole segmented-reduction module's source (`Module::SegReduce`, every kernel of the
+/// family) for values `T` read as `load` says, reduced by `op` (SpMV binary: products by `mul`).
 pub fn segreduce_source<T: Element>(
     spec: &SegReduceSpec,
     load: &Load,
@@ -579,6 +609,24 @@ pub fn segreduce_source<T: Element>(
     mul: Option<&Op<T>>,
     tuning: &Tuning,
 ) -> String {
+    segreduce_part_source(Module::SegReduce, spec, load, op, mul, tuning)
+}
+
+/// The source of `module`, the segmented-reduction family or one of its parts
+/// (`SegReduceTiles`, `SegReduceHelpers`); the arguments as for `segreduce_source`.
+pub fn segreduce_part_source<T: Element>(
+    module: Module,
+    spec: &SegReduceSpec,
+    load: &Load,
+    op: &Op<T>,
+    mul: Option<&Op<T>>,
+    tuning: &Tuning,
+) -> String {
+    assert_eq!(
+        module.family(),
+        Module::SegReduce,
+        "{module:?} is not a segmented-reduction module"
+    );
     let count_size = if spec.wide_count { 8 } else { 4 };
     let pair = crate::cuda::compact::pair_size(
         count_size,
@@ -586,7 +634,7 @@ pub fn segreduce_source<T: Element>(
         std::mem::align_of::<T>(),
     );
     let mut s = String::with_capacity(32 * 1024);
-    s.push_str(&tuning_defines(Module::SegReduce, tuning));
+    s.push_str(&tuning_defines(module, tuning));
     s.push_str(&format!(
         "#define MGPU_STATUS_SLOT {}\n#define MGPU_VALUE_RECORD {}\n#define MGPU_SPMV {}\n\
          #define MGPU_INDIRECT {}\n",
@@ -775,7 +823,7 @@ pub fn compile(name: &str, source: &str, arch: u32) -> Result<Compiled> {
             });
         }
     }
-    let compiled = compile_uncached(name, source, arch)?;
+    let compiled = compile_program(name, source, arch)?;
     if let Some(p) = &path {
         // A cache that cannot be written is not an error: the next process compiles again.
         let _ = write_atomically(p, &compiled.cubin);
@@ -797,11 +845,18 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 
 /// Compiles without looking at the disk cache, and returns ptxas's report.
 pub fn compile_uncached(name: &str, source: &str, arch: u32) -> Result<Compiled> {
-    nvrtc_version()?;
-    // One compile at a time: NVRTC 13.0 was seen losing ptxas's report when programs compiled
-    // concurrently, and compiles are rare (cached) anyway.
+    // One report-wanting compile at a time: NVRTC 13.0 was once seen losing ptxas's report when
+    // programs compiled concurrently (not reproduced since with NVRTC 13.0.88 or 13.5).
     static NVRTC_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _serial = NVRTC_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    compile_program(name, source, arch)
+}
+
+/// Compiles with NVRTC. Separate programs compile concurrently: the library's own compiles
+/// (`compile`) need no report, so threads that first use different modules do not wait for each
+/// other (`mgpu demo` runs its demos so).
+fn compile_program(name: &str, source: &str, arch: u32) -> Result<Compiled> {
+    nvrtc_version()?;
     let start = Instant::now();
     let c_src = CString::new(source)
         .map_err(|_| Error::InvalidArgument("kernel source contains a NUL byte".into()))?;

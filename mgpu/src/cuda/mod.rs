@@ -277,9 +277,11 @@ impl Gpu {
         })
     }
 
-    /// The segmented-reduction module for values `T` (SpMV: products by `mul`).
+    /// The segmented-reduction module (`SegReduceTiles` or `SegReduceHelpers`) for values `T`
+    /// (SpMV: products by `mul`).
     pub fn segreduce_module<T: Element>(
         &self,
+        module: jit::Module,
         spec: &jit::SegReduceSpec,
         load: &jit::Load,
         op: &Op<T>,
@@ -287,7 +289,8 @@ impl Gpu {
         tuning: &Tuning,
     ) -> Result<Arc<LoadedModule>> {
         let key = format!(
-            "segreduce|{}|{}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            "segreduce|{:?}|{}|{}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            module,
             T::CUDA_TYPE,
             T::CUDA_DECLARATION,
             spec,
@@ -296,8 +299,8 @@ impl Gpu {
             mul.map(|m| (m.cuda_expression(), m.cuda_helpers())),
             tuning
         );
-        self.load(key, jit::Module::SegReduce, tuning, || {
-            jit::segreduce_source::<T>(spec, load, op, mul, tuning)
+        self.load(key, module, tuning, || {
+            jit::segreduce_part_source::<T>(module, spec, load, op, mul, tuning)
         })
     }
 

@@ -72,7 +72,15 @@ fn helper_module(
         wide_offsets: geometry.wide_offsets,
         wide_count: false,
     };
-    gpu.segreduce_module::<u32>(&spec, &Load::plain::<u32>(), &Op::plus(), None, tuning)
+    let plain = Load::plain::<u32>();
+    gpu.segreduce_module::<u32>(
+        Module::SegReduceHelpers,
+        &spec,
+        &plain,
+        &Op::plus(),
+        None,
+        tuning,
+    )
 }
 
 /// Checks the geometry (and sources, columns) on the GPU; waits for the one small read-back.
@@ -87,7 +95,7 @@ pub(crate) fn validate(
         return Ok([None; 3]);
     }
     let module = helper_module(gpu, geometry, tuning)?;
-    let (f, _) = module.function(Module::SegReduce.kernels()[2]);
+    let (f, _) = module.function("mgpu_segreduce_validate");
     let bad = DeviceMem::alloc(gpu, 24)?;
     gpu.upload(bad.ptr, &[u64::MAX; 3])?;
     let block = 256u32;
@@ -127,7 +135,7 @@ pub(crate) fn partition(
         return Ok(None);
     }
     let module = helper_module(gpu, geometry, tuning)?;
-    let (f, _) = module.function(Module::SegReduce.kernels()[1]);
+    let (f, _) = module.function("mgpu_segreduce_partition");
     let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
     let width = if geometry.wide_offsets { 8 } else { 4 };
     let limits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * width)?;
@@ -167,8 +175,10 @@ pub(crate) fn reduce<T: Element>(
         return fill(gpu, dest, geometry.num_segments, op.identity());
     };
     let spec = spec(geometry, items.kind);
-    let module = gpu.segreduce_module::<T>(&spec, items.load, op, mul, tuning)?;
-    let (f, resident) = module.function(Module::SegReduce.kernels()[0]);
+    let tuning = &spec.tuning(tuning);
+    let module =
+        gpu.segreduce_module::<T>(Module::SegReduceTiles, &spec, items.load, op, mul, tuning)?;
+    let (f, resident) = module.function("mgpu_segreduce");
     let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
     let grid = num_tiles.min((gpu.sm_count * resident) as u64);
     let count_size = if spec.wide_count { 8 } else { 4 };

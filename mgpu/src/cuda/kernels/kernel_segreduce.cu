@@ -27,6 +27,8 @@
 //   MGPU_INDIRECT  segment i's items are at m = sources[i] + (position - offsets[i]), not m =
 //                  position
 //   T the value type, O the offset type (unsigned or u64), C the scan's count type, Op (and Mul).
+// A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs): the tiles
+// (mgpu_segreduce) apart from the helpers (partition, validate), which need no value type.
 
 typedef RunPairOf<C, T> SegPair;
 typedef RunPlusOf<C, T, Op> SegPlus;
@@ -82,6 +84,7 @@ __device__ __forceinline__ T load_item(Input values, const T* matrix, const unsi
 #endif
 }
 
+#ifdef MGPU_WANT_mgpu_segreduce
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
                    const O* offsets, const O* sources, const O* limits, u64 num_segments,
@@ -284,6 +287,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   }
 }
 
+#endif
+
+#ifdef MGPU_WANT_mgpu_segreduce_partition
 // Tile limits: limits[t] = the first segment starting at or after tile t's first position, for
 // t < num_tiles, and limits[num_tiles] = the first segment starting at `count` (the empty ones
 // there follow the last non-empty segment). One thread per limit, a binary search each.
@@ -301,6 +307,9 @@ extern "C" __global__ void mgpu_segreduce_partition(const O* offsets, u64 num_se
   limits[t] = (O)lo;
 }
 
+#endif
+
+#ifdef MGPU_WANT_mgpu_segreduce_validate
 // Validation: the first bad index of each check to bad[0..3] (atomicMin; the host sets them to
 // ~0): bad[0] offsets (offsets[0] == 0; non-decreasing, or increasing when `strict`; at most
 // `count`, or less when `strict`), bad[1] sources (segment i's items lie in [0, data_len)),
@@ -330,3 +339,4 @@ extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_seg
     if (i < num_cols && cols[i] >= vec_len) atomicMin(bad + 2, i);
   }
 }
+#endif
