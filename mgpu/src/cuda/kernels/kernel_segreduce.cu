@@ -43,11 +43,12 @@ struct SegReduceStorage {
 #if MGPU_SPMV && !MGPU_INDIRECT
   __align__(16) unsigned cols[MGPU_NV];
 #endif
-  // Per position: the first segment that starts there, or MGPU_NO_SEGMENT.
-  O heads[MGPU_NV];
+  // Per position: the first segment that starts there, or MGPU_NO_SEGMENT (aligned: the marks
+  // are cleared 16 bytes a store).
+  __align__(16) O heads[MGPU_NV];
 #if MGPU_INDIRECT
   // Per position: the last segment that starts there (the non-empty one), or MGPU_NO_SEGMENT.
-  O last_heads[MGPU_NV];
+  __align__(16) O last_heads[MGPU_NV];
   CtaScanStorageOf<O> seg_scan;
 #endif
   // A chunk of the tile's offsets, with the offsets before and after it; then the output slots
