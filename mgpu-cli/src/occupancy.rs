@@ -7,6 +7,8 @@
 //! No GPU is needed: the numbers come from ptxas's report (NVRTC's log). On a GPU of the reported
 //! architecture each module is also loaded and the driver's attributes are compared with ptxas's.
 
+// The primitives whose kernels can be reported: every one `mgpu bench` measures.
+use crate::bench::PRIMITIVES;
 use mgpu::cuda::jit::{self, CompactSpec, KernelReport, KeyTest, Load, Module, Rejected};
 use mgpu::cuda::jit::{SegItems, SegReduceSpec, SortValues};
 use mgpu::cuda::occupancy::{theoretical, Occupancy, SmLimits};
@@ -19,21 +21,6 @@ const MERGE_PARTITION_THREADS: u32 = 128;
 /// The segmented reduction's partition and validation kernels run with this many threads
 /// (cuda/segreduce.rs).
 const SEGREDUCE_HELPER_THREADS: u32 = 256;
-
-/// The primitives whose kernels can be reported.
-const PRIMITIVES: &[&str] = &[
-    "reduce",
-    "scan",
-    "sort",
-    "merge",
-    "select",
-    "partition",
-    "unique",
-    "rle",
-    "reduce-by-key",
-    "segreduce",
-    "spmv",
-];
 
 const TYPES: &[&str] = &["i32", "i64", "u32", "u64", "f32", "f64"];
 const DEFAULT_TYPES: &[&str] = &["i32", "i64", "f32", "f64"];
