@@ -2,19 +2,8 @@
 
 use std::process::{Command, Output};
 
-/// The binary cargo built, or (tests staged to another machine) `MGPU_BIN` / `.gpu/bin/mgpu`.
-fn mgpu_bin() -> std::path::PathBuf {
-    let candidates = [
-        std::env::var_os("MGPU_BIN").map(Into::into),
-        Some(env!("CARGO_BIN_EXE_mgpu").into()),
-        Some(".gpu/bin/mgpu".into()),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p: &std::path::PathBuf| p.exists())
-        .expect("the mgpu binary (set MGPU_BIN)")
-}
+mod common;
+use common::mgpu_bin;
 
 fn mgpu(args: &[&str]) -> Output {
     Command::new(mgpu_bin())
