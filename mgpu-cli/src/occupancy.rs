@@ -158,6 +158,7 @@ fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Ve
                 indirect: false,
                 wide_offsets: false,
                 wide_count: false,
+                empty: false,
             };
             let mul = Op::<T>::multiplies();
             let src = jit::segreduce_source::<T>(&spec, &plain, &plus, spmv.then_some(&mul), &t);

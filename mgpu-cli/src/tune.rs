@@ -170,13 +170,13 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
     }
 }
 
-/// Bytes per item that a segmented-reduction tile holds beside the value (two 4-byte offsets,
+/// Bytes per item that a segmented-reduction tile holds beside the value (a 4-byte segment index,
 /// and a column index for SpMV): the library lowers VT until they fit (`segreduce::tuning_for`),
 /// so the sweep keeps only tiles that fit as they are.
 fn tile_bytes_per_item(primitive: &str, target: &Target) -> usize {
     match primitive {
-        "segreduce" => target.elem + 8,
-        "spmv" => target.elem + 12,
+        "segreduce" => target.elem + 4,
+        "spmv" => target.elem + 8,
         _ => target.elem,
     }
 }
@@ -320,6 +320,7 @@ fn sources<T: Element + mgpu::Arithmetic>(
                 indirect: false,
                 wide_offsets: false,
                 wide_count: false,
+                empty: false,
             };
             let mul = Op::<T>::multiplies();
             // The parts as the library loads them: the tiles, and the helpers (compiled with

@@ -100,8 +100,8 @@ struct Segments<'a, O: Offset> {
 }
 
 /// The tuning of a segmented reduction of `T`s: the table's, with VT at most 31 (a thread's heads
-/// are one 32-bit mask) and the tile's shared memory (values, a segment index and an offset per
-/// position, plus columns for SpMV and last heads for indirect CSR) within the static limit.
+/// are one 32-bit mask) and the tile's shared memory (values and a segment index per position,
+/// plus columns for SpMV and last heads for indirect CSR) within the static limit.
 fn seg_tuning<T: Element, O: Offset>(
     ctx: &Context,
     kind: SegItems,
@@ -121,7 +121,7 @@ pub fn tuning_for<T: Element, O: Offset>(
     let mut t = tuning::resolve(Family::SegReduce, arch, std::mem::size_of::<T>(), None)?;
     let o = std::mem::size_of::<O>();
     let per_item = std::mem::size_of::<T>()
-        + 2 * o
+        + o
         + if kind != SegItems::Values && !indirect {
             4
         } else {
@@ -219,6 +219,8 @@ pub struct SegPlan<'a, T: Element, O: Offset> {
     limits: Option<DeviceMem>,
     tuning: Tuning,
     kind: SegItems,
+    /// Segments may be empty (else validation found the offsets increasing).
+    support_empty: bool,
     _values: PhantomData<T>,
 }
 
@@ -292,6 +294,7 @@ fn geometry<O: Offset>(segs: &Segments<'_, O>) -> Geometry {
         count: segs.count as u64,
         wide_offsets: std::mem::size_of::<O>() == 8,
         sources: segs.sources.as_ref().map_or(0, ptr),
+        empty: segs.support_empty,
     }
 }
 
@@ -647,6 +650,7 @@ impl Context {
             limits,
             tuning,
             kind,
+            support_empty,
             _values: PhantomData,
         })
     }
@@ -675,7 +679,7 @@ impl Context {
             offsets: plan.offsets,
             sources: None,
             count: plan.count,
-            support_empty: true,
+            support_empty: plan.support_empty,
         };
         let out = output(self, out, "the output")?;
         self.segreduce_run(
@@ -945,7 +949,7 @@ impl Context {
             offsets: plan.segments.offsets,
             sources: None,
             count: plan.segments.count,
-            support_empty: true,
+            support_empty: plan.segments.support_empty,
         };
         let items = ItemSource::Spmv {
             matrix,

@@ -356,7 +356,7 @@ const TABLE: &[Entry] = &[
     //   (128x15x9 196.9, 256x11x5 169.4, 64x23x11 186.2); i64 128x15x7 108.2, 1.645x the
     //   inherited 128x11x4's 65.8: with OCC 4, 8-byte tiles ran 4 CTAs per SM. 128x15x7 spills
     //   12 bytes for f64 (72 registers), so the entry is 128x15x6 (80 registers, clean).
-    e(Family::SegReduce, 90, 4, 128, 23, 6),
+    e(Family::SegReduce, 90, 4, 128, 23, 9),
     e(Family::SegReduce, 90, 8, 128, 15, 6),
     // `mgpu tune select` / `mgpu tune reduce-by-key` (2026-11-23, H100 SXM, i32 at 2^26, G items
     //   per s): keys 256x23x2 358.4, 1.000x the entry's 358.4; keys with values 128x31x4 221.4

@@ -431,12 +431,13 @@ fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>)
     }
     for items in kinds {
         for indirect in [false, true] {
-            for wide_count in [false, true] {
+            for (wide_count, empty) in [(false, false), (false, true), (true, true)] {
                 let spec = SegReduceSpec {
                     items,
                     indirect,
                     wide_offsets: std::mem::size_of::<O>() == 8,
                     wide_count,
+                    empty,
                 };
                 let tuning =
                     mgpu::segreduce::tuning_for::<T, O>(Some(ARCH), items, indirect).unwrap();
@@ -546,6 +547,7 @@ fn family_parts_compile_like_the_whole_family() {
         indirect: false,
         wide_offsets: false,
         wide_count: false,
+        empty: false,
     };
     compare(Module::SegReduce, &|m| {
         jit::segreduce_part_source::<i32>(m, &spec, &Load::plain::<i32>(), &plus, None, &t)

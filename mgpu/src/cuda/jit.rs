@@ -63,7 +63,8 @@ pub enum Module {
     /// reduction over CSR segments (and SpMV); the whole family (what the tools compile and
     /// report on; the library loads its parts).
     SegReduce,
-    /// `mgpu_segreduce`: the tiles of a segmented reduction or SpMV.
+    /// `mgpu_segreduce`, `mgpu_segreduce_spine`: the tiles of a segmented reduction or SpMV and
+    /// the carry across them.
     SegReduceTiles,
     /// `mgpu_segreduce_partition`, `mgpu_segreduce_validate`: the tile limits and the geometry's
     /// checks, which depend on the offsets' width and the tile size only.
@@ -170,10 +171,11 @@ impl Module {
             Module::NonTrivialRuns => &["mgpu_non_trivial_runs"],
             Module::SegReduce => &[
                 "mgpu_segreduce",
+                "mgpu_segreduce_spine",
                 "mgpu_segreduce_partition",
                 "mgpu_segreduce_validate",
             ],
-            Module::SegReduceTiles => &["mgpu_segreduce"],
+            Module::SegReduceTiles => &["mgpu_segreduce", "mgpu_segreduce_spine"],
             Module::SegReduceHelpers => &["mgpu_segreduce_partition", "mgpu_segreduce_validate"],
         }
     }
@@ -581,20 +583,23 @@ pub struct SegReduceSpec {
     pub wide_offsets: bool,
     /// 64-bit counts in the look-back pair (inputs of 2^32 items or more).
     pub wide_count: bool,
+    /// Segments may be empty (else the offsets were checked to increase).
+    pub empty: bool,
 }
 
 impl SegReduceSpec {
     /// The tuning this variant runs with, given the table's: the table's OCC is measured on plain
-    /// values with 32-bit offsets and counts; the variants that keep more live state (SpMV's
-    /// columns, indirect sources, 64-bit offsets or counts) spill at OCC 6, and keep OCC <= 4.
+    /// values with 32-bit offsets and counts. The variants that keep more live state spill at
+    /// the table's OCC: SpMV and indirect CSR (columns, sources) keep OCC <= 5, 64-bit offsets or
+    /// counts OCC <= 4 (kernels_compile checks every variant).
     pub fn tuning(&self, table: &Tuning) -> Tuning {
-        let plain = self.items == SegItems::Values
-            && !self.indirect
-            && !self.wide_offsets
-            && !self.wide_count;
+        let narrow = !self.wide_offsets && !self.wide_count;
+        let plain = narrow && self.items == SegItems::Values && !self.indirect;
         let mut t = *table;
-        if !plain {
+        if !narrow {
             t.occ = t.occ.min(4);
+        } else if !plain {
+            t.occ = t.occ.min(5);
         }
         t
     }
@@ -637,11 +642,13 @@ pub fn segreduce_part_source<T: Element>(
     s.push_str(&tuning_defines(module, tuning));
     s.push_str(&format!(
         "#define MGPU_STATUS_SLOT {}\n#define MGPU_VALUE_RECORD {}\n#define MGPU_SPMV {}\n\
-         #define MGPU_INDIRECT {}\n",
+         #define MGPU_INDIRECT {}\n#define MGPU_EMPTY {}\n#define MGPU_SPINE_VT {}\n",
         crate::cuda::scan::STATUS_SLOT,
         crate::cuda::scan::value_record(pair),
         spec.items as u32,
         spec.indirect as u32,
+        spec.empty as u32,
+        crate::cuda::segreduce::SPINE_VT,
     ));
     s.push_str(T::CUDA_DECLARATION);
     s.push('\n');

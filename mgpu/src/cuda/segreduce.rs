@@ -1,6 +1,6 @@
 //! Host side of the segmented reductions (kernel_segreduce.cu): validation of the segment
-//! descriptors (one small read-back), the tile partition, and the single-pass reduction on the
-//! look-back machinery the scan uses.
+//! descriptors (one small read-back), the tile partition, the tiles, and the spine that carries
+//! partial reductions across tiles on the look-back machinery the scan uses.
 
 use super::jit::{Load, Module, SegItems, SegReduceSpec};
 use super::memory::DeviceMem;
@@ -21,6 +21,8 @@ pub(crate) struct Geometry {
     pub wide_offsets: bool,
     /// Indirect CSR: where each segment's items start (same type as the offsets); 0 if direct.
     pub sources: CUdeviceptr,
+    /// Segments may be empty (else validation found the offsets increasing).
+    pub empty: bool,
 }
 
 /// What a reduction reads besides the geometry: the values (`input`, loaded as `load` says), or
@@ -56,6 +58,7 @@ fn spec(geometry: &Geometry, kind: SegItems) -> SegReduceSpec {
         indirect: geometry.sources != 0,
         wide_offsets: geometry.wide_offsets,
         wide_count: geometry.count > u32::MAX as u64,
+        empty: geometry.empty,
     }
 }
 
@@ -71,6 +74,7 @@ fn helper_module(
         indirect: false,
         wide_offsets: geometry.wide_offsets,
         wide_count: false,
+        empty: false,
     };
     let plain = Load::plain::<u32>();
     gpu.segreduce_module::<u32>(
@@ -157,6 +161,10 @@ pub(crate) fn partition(
     Ok(Some(limits))
 }
 
+/// Tiles per thread of the spine (kernel_segreduce.cu's MGPU_SPINE_VT): a spine tile takes the
+/// totals of `nt * SPINE_VT` reduction tiles.
+pub(crate) const SPINE_VT: u32 = 8;
+
 /// The segmented reduction of a validated geometry with its tile `limits` (from [`partition`]
 /// with the same tuning): one result per segment to `dest`, the identity for empty segments.
 #[allow(clippy::too_many_arguments)]
@@ -178,37 +186,71 @@ pub(crate) fn reduce<T: Element>(
     let tuning = &spec.tuning(tuning);
     let module =
         gpu.segreduce_module::<T>(Module::SegReduceTiles, &spec, items.load, op, mul, tuning)?;
-    let (f, resident) = module.function("mgpu_segreduce");
     let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
-    let grid = num_tiles.min((gpu.sm_count * resident) as u64);
     let count_size = if spec.wide_count { 8 } else { 4 };
     let pair = super::compact::pair_size(
         count_size,
         std::mem::size_of::<T>(),
         std::mem::align_of::<T>(),
     );
+    // What each tile leaves for the spine: its total (a pair), its lead (a T) and whether it
+    // continues a segment it ends (a byte), as three arrays in one allocation.
+    let align = |x: u64| x.div_ceil(256) * 256;
+    let leads_at = align(num_tiles * pair as u64);
+    let continued_at = leads_at + align(num_tiles * std::mem::size_of::<T>() as u64);
+    let carries = DeviceMem::alloc(gpu, (continued_at + num_tiles) as usize)?;
+    let (totals, leads, continued) = (
+        carries.ptr,
+        carries.ptr + leads_at,
+        carries.ptr + continued_at,
+    );
     let identity = ByValue(op.identity());
+    let (tiles, _) = module.function("mgpu_segreduce");
+    launch(
+        gpu,
+        tiles,
+        u32::try_from(num_tiles).expect("fewer than 2^32 tiles"),
+        tuning.nt,
+        &[
+            &items.input,
+            &items.matrix,
+            &items.cols,
+            &items.vec,
+            &geometry.offsets,
+            &geometry.sources,
+            &limits.ptr,
+            &geometry.num_segments,
+            &geometry.count,
+            &dest,
+            &identity,
+            &totals,
+            &leads,
+            &continued,
+        ],
+    )?;
+    if num_tiles == 1 {
+        return Ok(()); // a single tile continues no segment
+    }
+    let (spine, resident) = module.function("mgpu_segreduce_spine");
+    let num_spine = num_tiles.div_ceil(tuning.nt as u64 * SPINE_VT as u64);
+    let grid = num_spine.min((gpu.sm_count * resident) as u64);
     with_lookback(
         gpu,
-        num_tiles,
+        num_spine,
         grid,
         value_record(pair),
         |tickets, first_ticket, status| {
             launch(
                 gpu,
-                f,
+                spine,
                 grid as u32,
                 tuning.nt,
                 &[
-                    &items.input,
-                    &items.matrix,
-                    &items.cols,
-                    &items.vec,
-                    &geometry.offsets,
-                    &geometry.sources,
+                    &totals,
+                    &leads,
+                    &continued,
                     &limits.ptr,
-                    &geometry.num_segments,
-                    &geometry.count,
+                    &num_tiles,
                     &dest,
                     &identity,
                     &tickets,

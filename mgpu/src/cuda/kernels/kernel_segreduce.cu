@@ -1,5 +1,5 @@
 // kernel_segreduce.cu: segmented reduction over CSR segment descriptors (Modern GPU's
-// SegReduceCsr, IndirectReduceCsr and SpmvCsr), single pass on the look-back of lookback.cuh.
+// SegReduceCsr, IndirectReduceCsr and SpmvCsr): a tile kernel and a spine.
 //
 // Load balance (the seed's first principle): a tile is NV consecutive items of the position space,
 // whatever the segments; segment i covers positions [offsets[i], offsets[i + 1]) (the last one up
@@ -7,28 +7,36 @@
 // after its first position: lower bound), so a tile reads exactly the offsets of the segments
 // that start in it.
 //
-// In the tile (the seed's CSR -> COO flattening): the tile's offsets are loaded cooperatively and
-// each marks its start position in shared memory with the index of the first segment starting
-// there (a head). Empty segments start where the next one starts: they take the identity then and
-// there, so empty segments need no CSR2 prepass, and a tile with many of them only reads more
-// offsets. Each thread then reduces its VT items sequentially, resetting at heads; a segment ends
-// at the item before a head (its output slot: the head's first segment - 1) or at the last item.
+// In the tile (the seed's CSR -> COO flattening): each of the tile's offsets marks its start
+// position in shared memory with the index of the first segment starting there (a head). Empty
+// segments start where the next one starts: they take the identity then and there (no CSR2
+// prepass), and a tile with many of them only reads more offsets. Each thread then reduces its VT
+// items sequentially, resetting at heads; a segment ends at the item before a head (its output
+// slot: the head's first segment - 1) or at the last item. The (runs, value) segmented scan of
+// segscan.cuh carries partial reductions across the CTA's threads.
 //
-// Across threads and tiles the partial reductions are carried by the (runs, value) segmented scan
-// of segscan.cuh: the CTA scan gives each thread its carry-in, and the tile's aggregate goes
-// through the decoupled look-back (instead of the seed's carry-out array, spine scan and fix-up
-// kernel: one launch, and the carry-in is known before anything is written). Operand order is kept,
-// so the operator need not commute. Segment results are staged in shared memory (in the order the
-// segments end) and stored cooperatively.
+// Across tiles: a tile's results need no earlier tile, except the first result of a tile that
+// does not start with a head, the end of a segment begun in an earlier tile. The tile writes
+// every other result (staged in shared memory and stored coalesced when no segment of the tile is
+// empty, so that its slots are consecutive; else each where it belongs) and leaves its total and
+// that first result's tile-local part (its lead) to the spine, which scans the tiles' totals
+// through the decoupled look-back of lookback.cuh and completes those results. So no tile waits
+// for another: the tile kernel runs one CTA per tile at full occupancy with two barriers and one
+// memory latency (the offsets, overlapping the items' copy) before its work, where a look-back in
+// the tile kernel made every tile wait on its predecessors (BENCHMARKS.md). Operand order is kept
+// everywhere (the lead follows the carry), so the operator need not commute.
 //
 // Defines from the host (cuda/segreduce.rs):
 //   MGPU_SPMV      0: the items are the values (`Input`, mapped or plain); 1: vec[cols[m]] (unary
 //                  SpMV); 2: Mul(matrix[m], vec[cols[m]]) (binary SpMV)
 //   MGPU_INDIRECT  segment i's items are at m = sources[i] + (position - offsets[i]), not m =
 //                  position
+//   MGPU_EMPTY     segments may be empty (else the offsets were checked to increase)
+//   MGPU_SPINE_VT  tiles per thread of the spine
 //   T the value type, O the offset type (unsigned or u64), C the scan's count type, Op (and Mul).
-// A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs): the tiles
-// (mgpu_segreduce) apart from the helpers (partition, validate), which need no value type.
+// A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs): the tiles and
+// the spine (mgpu_segreduce, mgpu_segreduce_spine) apart from the helpers (partition, validate),
+// which need no value type.
 
 typedef RunPairOf<C, T> SegPair;
 typedef RunPlusOf<C, T, Op> SegPlus;
@@ -36,39 +44,37 @@ typedef RunPlusOf<C, T, Op> SegPlus;
 // No segment starts at this position.
 #define MGPU_NO_SEGMENT (~(O)0)
 
+static_assert(MGPU_VT <= 32, "a thread's heads and ends are 32-bit masks");
+
+// The marks of a tile's positions and of the position after it, in whole 16-byte chunks.
+constexpr int MGPU_HEADS = MGPU_NV + 16 / (int)sizeof(O);
+
 struct SegReduceStorage {
   // The tile's items in strided order (the matrix values for binary SpMV); once every thread holds
-  // its items, the segment results in the order the segments end.
+  // its items, the tile's segment results in the order the segments end.
   __align__(16) T values[MGPU_NV];
 #if MGPU_SPMV && !MGPU_INDIRECT
   __align__(16) unsigned cols[MGPU_NV];
 #endif
-  // Per position: the first segment that starts there, or MGPU_NO_SEGMENT (aligned: the marks
-  // are cleared 16 bytes a store).
-  __align__(16) O heads[MGPU_NV];
+  // Per position (and the one after the tile): the first segment that starts there, or
+  // MGPU_NO_SEGMENT (aligned: the marks are cleared 16 bytes a store).
+  __align__(16) O heads[MGPU_HEADS];
 #if MGPU_INDIRECT
   // Per position: the last segment that starts there (the non-empty one), or MGPU_NO_SEGMENT.
-  __align__(16) O last_heads[MGPU_NV];
+  __align__(16) O last_heads[MGPU_HEADS];
   CtaScanStorageOf<O> seg_scan;
 #endif
-  // A chunk of the tile's offsets, with the offsets before and after it; then the output slots
-  // of the staged results.
-  O offsets[MGPU_NV + 2];
   CtaScanStorageOf<SegPair> scan;
-  SegPair tile_prefix;
-  O last_slot;   // the slot of the segment ending at the tile's last item, if one does
-  int end_last;  // a segment ends at the tile's last item
-  i64 tile_id;
-  u64 seg_begin, seg_end;  // the segments starting in tile `tile_id`
+  int empties;  // an empty segment starts in the tile
 };
 
 struct SegMax {
   __device__ __forceinline__ O operator()(O a, O b) const { return a > b ? a : b; }
 };
 
-// Sets every mark of a tile to MGPU_NO_SEGMENT (all bits set).
+// Sets every mark of a tile to MGPU_NO_SEGMENT (all bits set), 16 bytes a store.
 __device__ __forceinline__ void clear_marks(O* marks, int tid) {
-  constexpr int CHUNKS = MGPU_NV * (int)sizeof(O) / 16;
+  constexpr int CHUNKS = MGPU_HEADS * (int)sizeof(O) / 16;
   for (int c = tid; c < CHUNKS; c += MGPU_NT)
     reinterpret_cast<uint4*>(marks)[c] = make_uint4(~0u, ~0u, ~0u, ~0u);
 }
@@ -86,125 +92,139 @@ __device__ __forceinline__ T load_item(Input values, const T* matrix, const unsi
 }
 
 #ifdef MGPU_WANT_mgpu_segreduce
+// One CTA per tile. For the spine, tile t leaves totals[t] (its (heads, reduction since its last
+// head) pair), continued[t] (whether its first item continues a segment that ends in the tile)
+// and then leads[t] (the tile's part of that segment).
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
                    const O* offsets, const O* sources, const O* limits, u64 num_segments,
-                   u64 count, T* dest, T identity, u64* tickets, u64 first_ticket,
-                   TileStatusOf<SegPair> status) {
+                   u64 count, T* dest, T identity, SegPair* totals, T* leads,
+                   unsigned char* continued) {
   __shared__ SegReduceStorage storage;
   int tid = threadIdx.x;
+  u64 tile = blockIdx.x;
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  u64 base = tile * MGPU_NV;
+  int n = (int)min((u64)MGPU_NV, count - base);
+  bool last_tile = tile + 1 == num_tiles;
   const SegPair none{0, identity};
-  // A tile's segment range is read ahead: while warp 0 runs a tile's look-back, a thread of the
-  // last warp (idle until then) draws the CTA's next ticket and loads that tile's limits, so a
-  // tile starts with its offsets' addresses known (one memory latency before its items, not
-  // two). Drawing ahead cannot deadlock: the tile a CTA holds waits for no later tile.
-  const int PREFETCH = MGPU_NT - MGPU_WARP;
-  if (tid == 0) {
-    i64 first = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-    storage.tile_id = first;
-    if ((u64)first < num_tiles) {
-      storage.seg_begin = limits[first];
-      storage.seg_end = (u64)first + 1 == num_tiles ? num_segments : (u64)limits[first + 1];
-    }
-  }
-  __syncthreads();
-  for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
-    u64 base = (u64)tile * MGPU_NV;
-    int n = (int)min((u64)MGPU_NV, count - base);
-    bool last_tile = (u64)tile + 1 == num_tiles;
-    // The segments starting in the tile (the last tile also takes the empty ones at `count`).
-    u64 seg_begin = storage.seg_begin;
-    u64 seg_end = storage.seg_end;
+  // The items' copy is waited for only once the offsets are marked: the two loads overlap.
 #if !MGPU_INDIRECT
 #if MGPU_SPMV == 0
-    load_tile_to_shared_async(values, base, n, values.vector_ok_at(base), identity,
-                              storage.values, tid);
+  load_tile_to_shared_async<false>(values, base, n, values.vector_ok_at(base), identity,
+                                   storage.values, tid);
 #else
-    load_plain_to_shared(cols + base, n, storage.cols, tid);
+  load_plain_to_shared<unsigned, false>(cols + base, n, storage.cols, tid);
 #if MGPU_SPMV == 2
-    load_plain_to_shared(matrix + base, n, storage.values, tid);
+  load_plain_to_shared<T, false>(matrix + base, n, storage.values, tid);
 #endif
 #endif
 #endif
-    // Clear the marks, 16 bytes a store (NV is a multiple of 32, so NV * sizeof(O) of 16).
-    clear_marks(storage.heads, tid);
+  // The segments starting in the tile (the last tile also takes the empty ones at `count`).
+  u64 seg_begin = limits[tile];
+  u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
+  clear_marks(storage.heads, tid);
 #if MGPU_INDIRECT
-    clear_marks(storage.last_heads, tid);
+  clear_marks(storage.last_heads, tid);
 #endif
-    if (tid == 0) {
-      // Whether a segment ends at the tile's last item, and which: at the input's end, the last
-      // non-empty segment (the last tile's limit is the first segment starting at `count`);
-      // else the one before a segment starting right after the tile.
-      if (last_tile) {
-        storage.end_last = 1;
-        storage.last_slot = limits[num_tiles] - 1;
-      } else {
-        storage.end_last = seg_end < num_segments && (u64)offsets[seg_end] == base + n;
-        storage.last_slot = (O)(seg_end - 1);
+  if (tid == 0) storage.empties = 0;
+  __syncthreads();
+
+  // Mark the heads: a loop (a tile inside a long segment has no offsets to read) over batches of
+  // MARK_BATCH offsets per thread, loaded before they are used so that their latencies overlap
+  // (a tile of length-1 segments reads NV offsets).
+  constexpr int MARK_BATCH = 4;
+  for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MARK_BATCH * MGPU_NT) {
+    O start[MARK_BATCH];
+#if MGPU_EMPTY || MGPU_INDIRECT
+    O next[MARK_BATCH];
+#endif
+#if MGPU_EMPTY
+    O prev[MARK_BATCH];
+#endif
+#pragma unroll
+    for (int u = 0; u < MARK_BATCH; ++u) {
+      u64 k = k0 + u * MGPU_NT;
+      if (k < seg_end) {
+        start[u] = offsets[k];
+#if MGPU_EMPTY || MGPU_INDIRECT
+        next[u] = k + 1 < num_segments ? offsets[k + 1] : (O)count;
+#endif
+#if MGPU_EMPTY
+        prev[u] = k > seg_begin ? offsets[k - 1] : MGPU_NO_SEGMENT;
+#endif
       }
     }
-
-    // Mark the heads, a chunk of at most NV offsets at a time (more only with empty segments).
-    // At least one round: its barriers also order the clearing and the tile loads before use.
-    u64 chunk = seg_begin;
-    do {
-      int m = (int)min((u64)MGPU_NV, seg_end - chunk);
-      // Loops, not unrolled: a tile inside a long segment has no offsets to read or mark.
-      for (int k = tid; k < m; k += MGPU_NT) storage.offsets[k + 1] = offsets[chunk + k];
-      if (tid == 0) storage.offsets[0] = chunk > 0 ? offsets[chunk - 1] : MGPU_NO_SEGMENT;
-      if (tid == MGPU_NT - 1)
-        storage.offsets[m + 1] = chunk + m < num_segments ? offsets[chunk + m] : (O)count;
-      __syncthreads();
-      for (int k = tid; k < m; k += MGPU_NT) {
-        O start = storage.offsets[k + 1];
-        O j = (O)(chunk + k);
-        bool first_here = j == 0 || storage.offsets[k] != start;
-        if (first_here && (u64)start < base + n) storage.heads[start - base] = j;
-        if (storage.offsets[k + 2] == start) {
-          dest[j] = identity;  // an empty segment
+#pragma unroll
+    for (int u = 0; u < MARK_BATCH; ++u) {
+      u64 k = k0 + u * MGPU_NT;
+      if (k < seg_end) {
+#if MGPU_EMPTY
+        if (next[u] == start[u]) {
+          dest[k] = identity;  // an empty segment
+          storage.empties = 1;
         }
+        if (prev[u] != start[u])  // the first segment starting here
+#endif
+          storage.heads[start[u] - base] = (O)k;
 #if MGPU_INDIRECT
-        else {
-          storage.last_heads[start - base] = j;
-        }
+        if (next[u] != start[u]) storage.last_heads[start[u] - base] = (O)k;
 #endif
       }
-      __syncthreads();
-      chunk += MGPU_NV;
-    } while (chunk < seg_end);
+    }
+  }
+  // Position n: the first segment starting right after the tile, so that the segment ending at
+  // the tile's last item is found like any other. At the input's end, a virtual segment
+  // `num_segments` when none starts at `count` (else the loop marked the first of those).
+  if (tid == MGPU_NT - 1) {
+    if (last_tile) {
+      if ((u64)limits[num_tiles] == num_segments) storage.heads[n] = (O)num_segments;
+    } else if (seg_end < num_segments && (u64)offsets[seg_end] == base + n) {
+      storage.heads[n] = (O)seg_end;
+    }
+  }
+  cp_async_wait_all();
+  __syncthreads();
 
-    // Each thread's VT consecutive items (VT odd: conflict-free), heads and segment ends.
-    int first = tid * MGPU_VT;
+  // Each thread's VT consecutive items (VT odd: conflict-free), heads and segment ends.
+  int first = tid * MGPU_VT;
+  // Bit i: a segment starts at item i (heads) / ends there (ends: one starts at item i + 1, or
+  // item i is the tile's last and a segment ends with it).
+  unsigned heads = 0;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i)
+    if (first + i < n && storage.heads[first + i] != MGPU_NO_SEGMENT) heads |= 1u << i;
+  unsigned ends = heads >> 1;
+  if (first < n) {
+    int after = min(first + MGPU_VT, n);  // the position after the thread's last item
+    if (storage.heads[after] != MGPU_NO_SEGMENT) ends |= 1u << (after - 1 - first);
+  }
+  // Read before the staging below may overwrite the marks.
+  int head0 = storage.heads[0] != MGPU_NO_SEGMENT;  // the tile starts a segment
+  int end_last = storage.heads[n] != MGPU_NO_SEGMENT;
+  // Without empty segments the k-th end's slot is slot0 + k: results are staged, then stored
+  // coalesced. (Uniform: `empties` was set before the last barrier.)
+  bool staged = !storage.empties;
+  // The items are read twice from shared memory (before and after the scan), not held in
+  // registers across it, as in the scan: fewer registers, more CTAs per SM. SpMV's products and
+  // indirect CSR's gathered items are computed once, into the values' slots (each thread's own).
+#if MGPU_INDIRECT
+  // The segment of each item: the last non-empty segment starting at or before it (before the
+  // tile: the one before the tile's first segment), found by a max-scan of the threads' last
+  // heads. Items of segment s are at sources[s] + (position - offsets[s]).
+  O seg_plus_one = 0;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    O h = storage.last_heads[first + i];
+    if (first + i < n && h != MGPU_NO_SEGMENT) seg_plus_one = h + 1;
+  }
+  O seg_total;
+  O seg_prefix = cta_scan_exclusive(seg_plus_one, SegMax(), (O)0, seg_total, storage.seg_scan);
+  // (Tile 0's first item is a head: no segment before it is read.)
+  O seg = seg_prefix ? seg_prefix - 1 : (O)(seg_begin - 1);
+  u64 delta = seg != MGPU_NO_SEGMENT ? (u64)sources[seg] - (u64)offsets[seg] : 0;
+  {
     T v[MGPU_VT];
-    // Bit i: a segment starts at item i (heads) / ends there (ends: one starts at item i + 1, or
-    // item i is the tile's last and a segment ends with it).
-    unsigned heads = 0;
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i)
-      if (first + i < n && storage.heads[first + i] != MGPU_NO_SEGMENT) heads |= 1u << i;
-    unsigned ends = heads >> 1;
-    {
-      int p = first + MGPU_VT - 1;  // the thread's last item
-      if (p + 1 < n) ends |= (unsigned)(storage.heads[p + 1] != MGPU_NO_SEGMENT) << (MGPU_VT - 1);
-      else if (first < n && storage.end_last)
-        ends |= 1u << (n - 1 - first);  // the tile's last item is this thread's
-    }
-#if MGPU_INDIRECT
-    // The segment of each item: the last non-empty segment starting at or before it (before the
-    // tile: the one before the tile's first segment), found by a max-scan of the threads' last
-    // heads. Items of segment s are at sources[s] + (position - offsets[s]).
-    O seg_plus_one = 0;
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      O h = storage.last_heads[first + i];
-      if (first + i < n && h != MGPU_NO_SEGMENT) seg_plus_one = h + 1;
-    }
-    O seg_total;
-    O seg_prefix = cta_scan_exclusive(seg_plus_one, SegMax(), (O)0, seg_total, storage.seg_scan);
-    // (Tile 0's first item is a head: no segment before it is read.)
-    O seg = seg_prefix ? seg_prefix - 1 : (O)(seg_begin - 1);
-    u64 delta = seg != MGPU_NO_SEGMENT ? (u64)sources[seg] - (u64)offsets[seg] : 0;
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
       v[i] = identity;
@@ -217,12 +237,14 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
         v[i] = load_item(values, matrix, cols, vec, base + first + i + delta);
       }
     }
-#else
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) storage.values[first + i] = v[i];
+  }
+#elif MGPU_SPMV
+  {
+    T v[MGPU_VT];
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
-#if MGPU_SPMV == 0
-      v[i] = storage.values[first + i];
-#else
       v[i] = identity;
       if (first + i < n) {
         T x = __ldg(vec + storage.cols[first + i]);
@@ -232,62 +254,107 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
         v[i] = Mul()(storage.values[first + i], x);
 #endif
       }
+    }
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) storage.values[first + i] = v[i];
+  }
 #endif
-    }
-#endif
-    SegPair thread_total = none;
+  const T* mine = storage.values + first;
+  SegPair thread_total = none;
 #pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i)
-      if (first + i < n) thread_total = SegPlus()(thread_total, SegPair{(C)((heads >> i) & 1u), v[i]});
-    SegPair tile_total;
-    SegPair thread_prefix = cta_scan_exclusive(thread_total, SegPlus(), none, tile_total,
-                                               storage.scan);
-    i64 next = 0;
-    u64 next_begin = 0, next_end = 0;
-    if (tid == PREFETCH) {
-      next = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-      if ((u64)next < num_tiles) {
-        next_begin = limits[next];
-        next_end = (u64)next + 1 == num_tiles ? num_segments : (u64)limits[next + 1];
+  for (int i = 0; i < MGPU_VT; ++i)
+    if (first + i < n)
+      thread_total = SegPlus()(thread_total, SegPair{(C)((heads >> i) & 1u), mine[i]});
+  SegPair tile_total;
+  SegPair thread_prefix = cta_scan_exclusive(thread_total, SegPlus(), none, tile_total,
+                                             storage.scan);
+  // The k-th end of the tile follows the heads at positions 1..k; when the tile starts inside a
+  // segment (no head at 0), its first end is that segment's, completed by the spine.
+  int tile_ends = (int)tile_total.runs - head0 + end_last;
+  u64 slot0 = seg_begin - (head0 ? 0 : 1);
+  SegPair x = thread_prefix;
+  int k = (int)thread_prefix.runs - head0 + (int)(heads & 1u);
+  // Staging: a result goes to its end's own position (its item was read by this thread alone),
+  // and the end's position to the marks at its rank k <= position (no longer read once staged).
+  O* end_at = storage.heads;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int p = first + i;
+    if (p < n) x = SegPlus()(x, SegPair{(C)((heads >> i) & 1u), mine[i]});
+    if ((ends >> i) & 1u) {
+      if (k == 0 && !head0) {
+        leads[tile] = x.value;
+      } else if (staged) {
+        storage.values[p] = x.value;
+        end_at[k] = (O)p;
+      } else {
+        dest[storage.heads[p + 1] - 1] = x.value;
       }
+      ++k;
     }
-    if (tid < MGPU_WARP) {
-      SegPair prefix = warp_lookback(status, tile, tile_total, SegPlus(), none);
-      if (tid == 0) storage.tile_prefix = prefix;
-    }
-    // Before the barrier every thread has read its items: the staging may overwrite them (the
-    // marks stay). The segment ending at item i is the one before the first segment starting at
-    // item i + 1; the k-th end of the tile follows the heads at positions 1..k.
-    int tile_head0 = storage.heads[0] != MGPU_NO_SEGMENT;
+  }
+  if (tid == 0) {
+    totals[tile] = tile_total;
+    continued[tile] = !head0 && tile_ends > 0;
+  }
+  if (staged) {
     __syncthreads();
-    SegPair x = SegPlus()(storage.tile_prefix, thread_prefix);
-    int k = (int)thread_prefix.runs - tile_head0 + (int)(heads & 1u);
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      int p = first + i;
-      if (p < n) x = SegPlus()(x, SegPair{(C)((heads >> i) & 1u), v[i]});
-      if ((ends >> i) & 1u) {
-        storage.values[k] = x.value;
-        storage.offsets[k] = p + 1 < n ? storage.heads[p + 1] - 1 : storage.last_slot;
-        ++k;
-      }
-    }
-    __syncthreads();
-    int tile_ends = (int)tile_total.runs - tile_head0 + storage.end_last;
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      int j = i * MGPU_NT + tid;
-      if (j < tile_ends) dest[storage.offsets[j]] = storage.values[j];
-    }
-    if (tid == PREFETCH) {
-      storage.tile_id = next;
-      storage.seg_begin = next_begin;
-      storage.seg_end = next_end;
-    }
-    __syncthreads();  // the tile's storage is free and the next ticket visible
+    for (int j = !head0 + tid; j < tile_ends; j += MGPU_NT)
+      dest[slot0 + j] = storage.values[end_at[j]];
   }
 }
+#endif
 
+#ifdef MGPU_WANT_mgpu_segreduce_spine
+struct SpineStorage {
+  CtaScanStorageOf<SegPair> scan;
+  SegPair prefix;
+  i64 tile_id;
+};
+
+// The carry across tiles: the exclusive segmented scan of the tiles' totals, MGPU_NT *
+// MGPU_SPINE_VT of them per spine tile, through the look-back (tiles taken in ticket order, as in
+// mgpu_scan_lookback). A tile that continues a segment and ends it gets that segment's result,
+// the carry of the tiles before it followed by its lead, into the slot before its first segment.
+// (A minimum of 1 CTA per SM: without one, ptxas spilled 4 bytes of the 16-byte pair at 40
+// registers, NVRTC 13.5.)
+extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
+    mgpu_segreduce_spine(const SegPair* totals, const T* leads, const unsigned char* continued,
+                         const O* limits, u64 num_tiles, T* dest, T identity, u64* tickets,
+                         u64 first_ticket, TileStatusOf<SegPair> status) {
+  __shared__ SpineStorage storage;
+  int tid = threadIdx.x;
+  const SegPair none{0, identity};
+  constexpr u64 PER_TILE = (u64)MGPU_NT * MGPU_SPINE_VT;
+  u64 num_spine = (num_tiles + PER_TILE - 1) / PER_TILE;
+  if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+  __syncthreads();
+  for (i64 s = storage.tile_id; (u64)s < num_spine; s = storage.tile_id) {
+    u64 first = (u64)s * PER_TILE + (u64)tid * MGPU_SPINE_VT;
+    SegPair total = none;
+#pragma unroll
+    for (int i = 0; i < MGPU_SPINE_VT; ++i)
+      if (first + i < num_tiles) total = SegPlus()(total, totals[first + i]);
+    SegPair aggregate;
+    SegPair prefix = cta_scan_exclusive(total, SegPlus(), none, aggregate, storage.scan);
+    if (tid < MGPU_WARP) {
+      SegPair p = warp_lookback(status, s, aggregate, SegPlus(), none);
+      if (tid == 0) storage.prefix = p;
+    }
+    __syncthreads();
+    SegPair x = SegPlus()(storage.prefix, prefix);
+#pragma unroll
+    for (int i = 0; i < MGPU_SPINE_VT; ++i) {
+      u64 t = first + i;
+      if (t < num_tiles) {
+        if (continued[t]) dest[limits[t] - 1] = Op()(x.value, leads[t]);
+        x = SegPlus()(x, totals[t]);
+      }
+    }
+    if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
+    __syncthreads();  // the scan's storage is free and the next ticket visible
+  }
+}
 #endif
 
 #ifdef MGPU_WANT_mgpu_segreduce_partition

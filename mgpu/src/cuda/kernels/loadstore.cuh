@@ -106,7 +106,9 @@ __device__ __forceinline__ void load_tile_to_shared(Input in, u64 base, int coun
 
 // Global -> shared like load_tile_to_shared, but full aligned tiles of plain input are copied with
 // cp.async, so no register holds the tile in flight. The copy is complete for the calling thread on
-// return; a barrier is still needed before other threads read it.
+// return (with WAIT = false, once it calls cp_async_wait_all: other loads can be issued while the
+// copy is in flight); a barrier is still needed before other threads read it.
+template <bool WAIT = true>
 __device__ __forceinline__ void load_tile_to_shared_async(Input in, u64 base, int count,
                                                           bool vec_ok, T fill, T* shared, int tid) {
 #if MGPU_LOAD_PLAIN
@@ -120,7 +122,7 @@ __device__ __forceinline__ void load_tile_to_shared_async(Input in, u64 base, in
       if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
         cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
     }
-    cp_async_wait_all();
+    if (WAIT) cp_async_wait_all();
     return;
   }
 #endif
@@ -151,8 +153,8 @@ __device__ __forceinline__ void store_tile_from_shared(const T* shared, int coun
 // Global -> shared for a plain array of any type: the tile of `n` elements at `src` in strided
 // order (a compaction's values, a sparse matrix's values and columns). The same cp.async loop
 // as load_tile_to_shared_async's, which keeps its own: routed through one shared function, the i8
-// look-back scan spilled 8 bytes (NVRTC 13.5).
-template <typename X>
+// look-back scan spilled 8 bytes (NVRTC 13.5). WAIT as for load_tile_to_shared_async.
+template <typename X, bool WAIT = true>
 __device__ __forceinline__ void load_plain_to_shared(const X* src, int n, X* shared, int tid) {
   constexpr int VEC = (16 % sizeof(X) == 0) ? 16 / (int)sizeof(X) : 1;
   if (VEC > 1 && n == MGPU_NV && ((size_t)src & 15) == 0) {
@@ -163,7 +165,7 @@ __device__ __forceinline__ void load_plain_to_shared(const X* src, int n, X* sha
       if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
         cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
     }
-    cp_async_wait_all();
+    if (WAIT) cp_async_wait_all();
     return;
   }
 #pragma unroll
