@@ -2,11 +2,14 @@
 //! family against a device memcpy and CUB (DeviceSelect, DevicePartition, DeviceRunLengthEncode,
 //! DeviceReduce::ReduceByKey), in and out of place, on the same data distributions as the peer
 //! harness (peers/cub_bench.cu): items from splitmix64, selected when `bits % 100 < rate`; runs
-//! that end after each item with probability 1 / mean length.
+//! that end after each item with probability 1 / mean length. reduce-by-key also times its
+//! preprocessed algorithm as a one-shot call (`/preprocessed`, no peer).
 
 use crate::bench::{print_row, time, time_with_setup, Row};
 use crate::peers::Peer;
-use mgpu::{Arithmetic, Buffer, Context, Count, Element, Equality, Op, Predicate};
+use mgpu::{
+    Arithmetic, Buffer, Context, Count, Element, Equality, Op, Predicate, ReduceByKeyAlgorithm,
+};
 
 /// The peer harness's generator (`rand_bits` in peers/cub_bench.cu), shared by the benches that
 /// give the peer the same data.
@@ -380,6 +383,30 @@ pub(crate) fn bench<T: CompactElement>(
                         name: format!("{name}/run{mean}/in-place"),
                         peer: None,
                         bytes: moved,
+                    };
+                    push(v, ms, mean, &mut rows);
+                }
+                if primitive == "reduce-by-key" {
+                    // The preprocessed algorithm as a one-shot call (plan and apply each time),
+                    // against the same bytes as the single pass, so the two rows compare.
+                    let ms = time(ctx, reps, || {
+                        ctx.reduce_by_key_with(
+                            &input,
+                            &vals,
+                            &mut out,
+                            &mut out2,
+                            &eq,
+                            &op,
+                            Count::Device(&mut counter),
+                            ReduceByKeyAlgorithm::Preprocessed,
+                        )
+                        .map(|_| ())
+                    })?;
+                    check("reduce_by_key preprocessed", count_of(&counter)?, expect)?;
+                    let v = Variant {
+                        name: format!("reduce-by-key/run{mean}/preprocessed"),
+                        peer: None,
+                        bytes: (2 * n * size + 2 * expect * size) as f64,
                     };
                     push(v, ms, mean, &mut rows);
                 }

@@ -11,6 +11,7 @@ use crate::context::{Backend, Context};
 use crate::cuda::compact::CompactArrays;
 use crate::cuda::jit::{CompactSpec, KeyTest, Rejected};
 use crate::error::{invalid, Result};
+use crate::segreduce::Offset;
 use crate::tuning::{self, Family};
 use crate::{Arithmetic, Element, Equality, Op, Predicate, Slice, SliceMut, Total};
 use std::sync::Arc;
@@ -18,6 +19,36 @@ use std::sync::Arc;
 /// Where the number of items a compaction wrote goes: [`Total`] for a `u64` count.
 /// `Count::Host` returns it; `Count::Device(&mut buf)` writes it to `buf[0]` without waiting.
 pub type Count<'a> = Total<'a, u64>;
+
+/// How [`Context::reduce_by_key_with`] finds the runs of equal keys and reduces their values.
+/// Both give the same runs, keys and count; the fastest depends on the device and the data:
+/// `mgpu bench reduce-by-key` times both (the `/preprocessed` rows).
+///
+/// ```
+/// use mgpu::ReduceByKeyAlgorithm;
+/// assert_eq!(ReduceByKeyAlgorithm::default(), ReduceByKeyAlgorithm::SinglePass);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReduceByKeyAlgorithm {
+    /// One pass fused into the decoupled look-back (CUB's `DeviceReduce::ReduceByKey`): reads
+    /// the keys and the values once and writes each run's key and reduction, without
+    /// temporaries. A run's values are folded from its first value. With a device count, the
+    /// call does not wait for the GPU.
+    #[default]
+    SinglePass,
+    /// The run starts first (`unique_by_key` over the positions), then the values reduced as a
+    /// CSR segmented reduction over those starts: the path of
+    /// [`reduce_by_key_plan`](Context::reduce_by_key_plan) +
+    /// [`reduce_by_key_apply`](Context::reduce_by_key_apply), which pays off when the same keys
+    /// reduce many value arrays. As a one-shot call it moves more bytes (positions and starts
+    /// are written and read again, besides the keys and the values), holds two temporaries of
+    /// one offset per key (`u32`, or `u64` past 2^32 - 1 keys), and waits for the GPU (the
+    /// plan reads the number of runs back) whatever the [`Count`]. A run's values are folded
+    /// from the operator's identity (the same result where the identity is exact; see
+    /// [`segreduce`](crate::segreduce) for float -0.0). On the GPU an operator whose CUDA
+    /// expression does not compile fails after the keys' output was written.
+    Preprocessed,
+}
 
 /// An argument of a compaction: where it is read from, and where it is written to.
 enum Place<'a, T: Element> {
@@ -346,6 +377,41 @@ fn reduce_by_key_host<K: Element, V: Element>(
     runs
 }
 
+/// The length checks of reduce-by-key and run-length encoding, before anything runs: `values`
+/// (`None`: a constant per key, run-length encoding) as many as the `n` keys, the outputs
+/// (`keys_out` unless in place, and the values' or lengths' output) room for every key.
+fn check_runs(
+    name: &str,
+    n: usize,
+    values: Option<usize>,
+    keys_out: Option<usize>,
+    out_len: usize,
+) -> Result<()> {
+    let encoding = values.is_none();
+    if let Some(len) = values.filter(|&len| len != n) {
+        return invalid(format!(
+            "{name}: {len} values for {n} keys; they must have the same length"
+        ));
+    }
+    if let Some(len) = keys_out.filter(|&len| len < n) {
+        let what = if encoding {
+            "the runs' output"
+        } else {
+            "the keys' output"
+        };
+        return Err(too_short(name, what, len, n));
+    }
+    if out_len < n {
+        let what = if encoding {
+            "the lengths' output"
+        } else {
+            "the values' output"
+        };
+        return Err(too_short(name, what, out_len, n));
+    }
+    Ok(())
+}
+
 impl Context {
     /// Reduce-by-key and run-length encoding. `values` are read (`In`), read and overwritten
     /// (`InOut`, in place), or, with a `constant` value per key, only written (`Out`, the
@@ -365,30 +431,13 @@ impl Context {
     ) -> Result<Option<u64>> {
         let n = keys.len();
         let out_len = values_out.as_ref().map_or(values.len(), |o| o.len());
-        if constant.is_none() && values.len() != n {
-            return invalid(format!(
-                "{name}: {} values for {n} keys; they must have the same length",
-                values.len()
-            ));
-        }
-        if let Some(o) = &keys_out {
-            if o.len() < n {
-                let what = if constant.is_some() {
-                    "the runs' output"
-                } else {
-                    "the keys' output"
-                };
-                return Err(too_short(name, what, o.len(), n));
-            }
-        }
-        if out_len < n {
-            let what = if constant.is_some() {
-                "the lengths' output"
-            } else {
-                "the values' output"
-            };
-            return Err(too_short(name, what, out_len, n));
-        }
+        check_runs(
+            name,
+            n,
+            constant.is_none().then(|| values.len()),
+            keys_out.as_ref().map(|o| o.len()),
+            out_len,
+        )?;
         let count = count.validate(self)?;
         let size = std::mem::size_of::<K>() + std::mem::size_of::<V>();
         let mut tuning = tuning::resolve(Family::Compact, self.arch(), size, None)?;
@@ -860,7 +909,9 @@ impl Context {
     /// Reduce-by-key in one pass (CUB's `DeviceReduce::ReduceByKey`): for each run of
     /// consecutive keys equal under `equal`, its first key to `keys_out` and the reduction of
     /// its values by `op` to `values_out`; returns the number of runs. The values of a run are
-    /// combined in order, so `op` need not be commutative.
+    /// combined in order, so `op` need not be commutative. The
+    /// [`SinglePass`](ReduceByKeyAlgorithm::SinglePass) form of
+    /// [`reduce_by_key_with`](Context::reduce_by_key_with).
     ///
     /// ```
     /// use mgpu::{Context, Count, Equality, Op};
@@ -884,21 +935,117 @@ impl Context {
         op: &Op<V>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        self.runs(
-            "reduce_by_key",
-            Place::In(crate::buffer::input(self, keys, "the keys")?),
-            Some(Place::Out(output_of(self, keys_out, "the keys' output")?)),
-            Place::In(crate::buffer::input(self, values, "the values")?),
-            Some(Place::Out(output_of(
-                self,
-                values_out,
-                "the values' output",
-            )?)),
-            None,
+        self.reduce_by_key_with(
+            keys,
+            values,
+            keys_out,
+            values_out,
             equal,
             op,
             count,
+            ReduceByKeyAlgorithm::default(),
         )
+    }
+
+    /// [`reduce_by_key`](Context::reduce_by_key) by the algorithm `algorithm` picks: one pass
+    /// (the default), or the run starts first and then a segmented reduction over them. Both
+    /// write the same runs and count, check the same things and give the same errors before
+    /// anything is written; see [`ReduceByKeyAlgorithm`] for what each costs.
+    ///
+    /// ```
+    /// use mgpu::{Context, Count, Equality, Op, ReduceByKeyAlgorithm};
+    /// let ctx = Context::cpu();
+    /// let keys = ctx.upload(&[3, 3, 3, 8, 3, 3])?;
+    /// let values = ctx.upload(&[1i64, 2, 3, 4, 5, 6])?;
+    /// let (mut k, mut v) = (ctx.zeros::<i32>(6)?, ctx.zeros::<i64>(6)?);
+    /// let mut count = ctx.zeros::<u64>(1)?;
+    /// for algorithm in [ReduceByKeyAlgorithm::SinglePass, ReduceByKeyAlgorithm::Preprocessed] {
+    ///     let runs = ctx.reduce_by_key_with(&keys, &values, &mut k, &mut v, &Equality::equal_to(),
+    ///         &Op::plus(), Count::Both(&mut count), algorithm)?;
+    ///     assert_eq!((runs, count.to_vec()?), (Some(3), vec![3]));
+    ///     assert_eq!((k.slice(..3).to_vec()?, v.slice(..3).to_vec()?), (vec![3, 8, 3], vec![6, 4, 11]));
+    /// }
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce_by_key_with<K: Element, V: Element>(
+        &self,
+        keys: &impl Slice<K>,
+        values: &impl Slice<V>,
+        keys_out: &mut impl SliceMut<K>,
+        values_out: &mut impl SliceMut<V>,
+        equal: &Equality<K>,
+        op: &Op<V>,
+        count: Count<'_>,
+        algorithm: ReduceByKeyAlgorithm,
+    ) -> Result<Option<u64>> {
+        let name = "reduce_by_key";
+        let keys = crate::buffer::input(self, keys, "the keys")?;
+        let keys_out = output_of(self, keys_out, "the keys' output")?;
+        let values = crate::buffer::input(self, values, "the values")?;
+        let values_out = output_of(self, values_out, "the values' output")?;
+        match algorithm {
+            ReduceByKeyAlgorithm::SinglePass => self.runs(
+                name,
+                Place::In(keys),
+                Some(Place::Out(keys_out)),
+                Place::In(values),
+                Some(Place::Out(values_out)),
+                None,
+                equal,
+                op,
+                count,
+            ),
+            ReduceByKeyAlgorithm::Preprocessed => {
+                let n = keys.len();
+                check_runs(
+                    name,
+                    n,
+                    Some(values.len()),
+                    Some(keys_out.len()),
+                    values_out.len(),
+                )?;
+                let count = count.validate(self)?;
+                let (mut keys_out, mut values_out) = (keys_out, values_out);
+                let runs = if n <= u32::MAX as usize {
+                    self.reduce_by_key_planned::<K, V, u32>(
+                        &keys,
+                        &values,
+                        &mut keys_out,
+                        &mut values_out,
+                        equal,
+                        op,
+                    )?
+                } else {
+                    self.reduce_by_key_planned::<K, V, u64>(
+                        &keys,
+                        &values,
+                        &mut keys_out,
+                        &mut values_out,
+                        equal,
+                        op,
+                    )?
+                };
+                count.deliver(self, runs as u64)
+            }
+        }
+    }
+
+    /// The preprocessed reduce-by-key, arguments checked: a plan with offsets `O`, applied once
+    /// into the front of `values_out`. Returns the number of runs.
+    fn reduce_by_key_planned<K: Element, V: Element, O: Offset>(
+        &self,
+        keys: &View<'_, K>,
+        values: &View<'_, V>,
+        keys_out: &mut ViewMut<'_, K>,
+        values_out: &mut ViewMut<'_, V>,
+        equal: &Equality<K>,
+        op: &Op<V>,
+    ) -> Result<usize> {
+        let plan = self.reduce_by_key_plan::<K, V, O>(keys, equal, keys_out)?;
+        let runs = plan.num_runs();
+        self.reduce_by_key_apply(&plan, values, &mut values_out.slice_mut(..runs), op)?;
+        Ok(runs)
     }
 
     /// [`reduce_by_key`](Context::reduce_by_key) in place: the runs' keys and reductions

@@ -40,7 +40,7 @@ pub mod tuning;
 
 pub use buffer::{Buffer, Slice, SliceMut, View, ViewMut};
 pub use bytemuck;
-pub use compact::Count;
+pub use compact::{Count, ReduceByKeyAlgorithm};
 pub use context::{Context, Event};
 pub use element::Element;
 pub use error::{Error, Result};

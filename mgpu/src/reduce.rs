@@ -67,6 +67,20 @@ impl<T: Element> TotalTo<'_, T> {
         Ok(self.host.then_some(value))
     }
 
+    /// Delivers a total already known on the host, on either backend: written to the device
+    /// destination (on the GPU, in order with the context's stream) and returned if wanted.
+    pub(crate) fn deliver(self, ctx: &Context, value: T) -> Result<Option<T>> {
+        match &ctx.backend {
+            Backend::Cpu => self.deliver_host(value),
+            Backend::Cuda(gpu) => {
+                if let Some((home, ptr)) = self.device.as_ref().and_then(|d| d.at.device()) {
+                    gpu.ordered(&[home], || gpu.upload(ptr, &[value]))?;
+                }
+                Ok(self.host.then_some(value))
+            }
+        }
+    }
+
     /// GPU backend: the device address the kernel should write the total to (0: none), and a
     /// temporary holding it when the caller gave no buffer.
     pub(crate) fn device_slot(&self, gpu: &Arc<Gpu>) -> Result<(u64, Option<DeviceMem>)> {
