@@ -44,10 +44,25 @@ typedef RunPlusOf<C, T, Op> SegPlus;
 // No segment starts at this position.
 #define MGPU_NO_SEGMENT (~(O)0)
 
+// A position's mark. Where segments may be empty (or items are indirect) a head's mark is the
+// index of the first segment starting there, which gives the slot of the segment ending before
+// it; otherwise the k-th end's slot follows from k, and a mark is a byte: a quarter of the shared
+// memory to clear and read per tile.
+#define MGPU_WIDE_MARKS (MGPU_EMPTY || MGPU_INDIRECT)
+#if MGPU_WIDE_MARKS
+typedef O Mark;
+#define MGPU_NO_MARK MGPU_NO_SEGMENT
+#define MGPU_MARK(k) ((Mark)(k))
+#else
+typedef unsigned char Mark;
+#define MGPU_NO_MARK ((Mark)0)
+#define MGPU_MARK(k) ((Mark)1)
+#endif
+
 static_assert(MGPU_VT <= 32, "a thread's heads and ends are 32-bit masks");
 
 // The marks of a tile's positions and of the position after it, in whole 16-byte chunks.
-constexpr int MGPU_HEADS = MGPU_NV + 16 / (int)sizeof(O);
+constexpr int MGPU_HEADS = MGPU_NV + 16 / (int)sizeof(Mark);
 
 struct SegReduceStorage {
   // The tile's items in strided order (the matrix values for binary SpMV); once every thread holds
@@ -56,12 +71,16 @@ struct SegReduceStorage {
 #if MGPU_SPMV && !MGPU_INDIRECT
   __align__(16) unsigned cols[MGPU_NV];
 #endif
-  // Per position (and the one after the tile): the first segment that starts there, or
-  // MGPU_NO_SEGMENT (aligned: the marks are cleared 16 bytes a store).
-  __align__(16) O heads[MGPU_HEADS];
+  // Per position (and the one after the tile): its mark, or MGPU_NO_MARK (aligned: the marks
+  // are cleared 16 bytes a store). Once the tile is reduced, wide marks hold the positions of
+  // the staged results by rank.
+  __align__(16) Mark heads[MGPU_HEADS];
+#if !MGPU_WIDE_MARKS
+  unsigned short end_at[MGPU_NV];  // the positions of the staged results by rank
+#endif
 #if MGPU_INDIRECT
   // Per position: the last segment that starts there (the non-empty one), or MGPU_NO_SEGMENT.
-  __align__(16) O last_heads[MGPU_HEADS];
+  __align__(16) O last_heads[MGPU_NV + 16 / (int)sizeof(O)];
   CtaScanStorageOf<O> seg_scan;
 #endif
   CtaScanStorageOf<SegPair> scan;
@@ -72,11 +91,14 @@ struct SegMax {
   __device__ __forceinline__ O operator()(O a, O b) const { return a > b ? a : b; }
 };
 
-// Sets every mark of a tile to MGPU_NO_SEGMENT (all bits set), 16 bytes a store.
-__device__ __forceinline__ void clear_marks(O* marks, int tid) {
-  constexpr int CHUNKS = MGPU_HEADS * (int)sizeof(O) / 16;
+// Sets the NV + 16 bytes' worth of marks of a tile to `none` (all bits set or all clear), 16 bytes
+// a store.
+template <typename M>
+__device__ __forceinline__ void clear_marks(M* marks, M none, int tid) {
+  constexpr int CHUNKS = (MGPU_NV * (int)sizeof(M) + 16) / 16;
+  unsigned w = none ? ~0u : 0u;
   for (int c = tid; c < CHUNKS; c += MGPU_NT)
-    reinterpret_cast<uint4*>(marks)[c] = make_uint4(~0u, ~0u, ~0u, ~0u);
+    reinterpret_cast<uint4*>(marks)[c] = make_uint4(w, w, w, w);
 }
 
 // The item at data index m.
@@ -123,9 +145,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   // The segments starting in the tile (the last tile also takes the empty ones at `count`).
   u64 seg_begin = limits[tile];
   u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
-  clear_marks(storage.heads, tid);
+  clear_marks(storage.heads, MGPU_NO_MARK, tid);
 #if MGPU_INDIRECT
-  clear_marks(storage.last_heads, tid);
+  clear_marks(storage.last_heads, MGPU_NO_SEGMENT, tid);
 #endif
   if (tid == 0) storage.empties = 0;
   __syncthreads();
@@ -166,7 +188,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
         }
         if (prev[u] != start[u])  // the first segment starting here
 #endif
-          storage.heads[start[u] - base] = (O)k;
+          storage.heads[start[u] - base] = MGPU_MARK(k);
 #if MGPU_INDIRECT
         if (next[u] != start[u]) storage.last_heads[start[u] - base] = (O)k;
 #endif
@@ -178,9 +200,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   // `num_segments` when none starts at `count` (else the loop marked the first of those).
   if (tid == MGPU_NT - 1) {
     if (last_tile) {
-      if ((u64)limits[num_tiles] == num_segments) storage.heads[n] = (O)num_segments;
+      if ((u64)limits[num_tiles] == num_segments) storage.heads[n] = MGPU_MARK(num_segments);
     } else if (seg_end < num_segments && (u64)offsets[seg_end] == base + n) {
-      storage.heads[n] = (O)seg_end;
+      storage.heads[n] = MGPU_MARK(seg_end);
     }
   }
   cp_async_wait_all();
@@ -193,15 +215,15 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   unsigned heads = 0;
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i)
-    if (first + i < n && storage.heads[first + i] != MGPU_NO_SEGMENT) heads |= 1u << i;
+    if (first + i < n && storage.heads[first + i] != MGPU_NO_MARK) heads |= 1u << i;
   unsigned ends = heads >> 1;
   if (first < n) {
     int after = min(first + MGPU_VT, n);  // the position after the thread's last item
-    if (storage.heads[after] != MGPU_NO_SEGMENT) ends |= 1u << (after - 1 - first);
+    if (storage.heads[after] != MGPU_NO_MARK) ends |= 1u << (after - 1 - first);
   }
   // Read before the staging below may overwrite the marks.
-  int head0 = storage.heads[0] != MGPU_NO_SEGMENT;  // the tile starts a segment
-  int end_last = storage.heads[n] != MGPU_NO_SEGMENT;
+  int head0 = storage.heads[0] != MGPU_NO_MARK;  // the tile starts a segment
+  int end_last = storage.heads[n] != MGPU_NO_MARK;
   // Without empty segments the k-th end's slot is slot0 + k: results are staged, then stored
   // coalesced. (Uniform: `empties` was set before the last barrier.)
   bool staged = !storage.empties;
@@ -275,8 +297,13 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   SegPair x = thread_prefix;
   int k = (int)thread_prefix.runs - head0 + (int)(heads & 1u);
   // Staging: a result goes to its end's own position (its item was read by this thread alone),
-  // and the end's position to the marks at its rank k <= position (no longer read once staged).
+  // and the end's position to end_at at its rank k <= position (wide marks: the marks, no longer
+  // read once staged).
+#if MGPU_WIDE_MARKS
   O* end_at = storage.heads;
+#else
+  unsigned short* end_at = storage.end_at;
+#endif
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     int p = first + i;
@@ -286,9 +313,11 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
         leads[tile] = x.value;
       } else if (staged) {
         storage.values[p] = x.value;
-        end_at[k] = (O)p;
+        end_at[k] = p;
       } else {
+#if MGPU_WIDE_MARKS
         dest[storage.heads[p + 1] - 1] = x.value;
+#endif
       }
       ++k;
     }
