@@ -70,6 +70,25 @@ pub(crate) fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
 /// family and element size), or `-`.
 pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
     let arch = ARCH.get().copied().unwrap_or(90);
+    if variant.ends_with("/preprocessed") {
+        return "-".into(); // two families' kernels
+    }
+    if variant.starts_with("spmv") {
+        // SpMV runs with its own VT and OCC (segreduce::tuning_for, SegReduceSpec::tuning).
+        let kind = SegItems::SpmvBinary;
+        let t = match ty {
+            "f64" => mgpu::segreduce::tuning_for::<f64, u32>(Some(arch), kind, false),
+            _ => mgpu::segreduce::tuning_for::<f32, u32>(Some(arch), kind, false),
+        };
+        let spec = SegReduceSpec {
+            items: kind,
+            indirect: false,
+            wide_offsets: false,
+            wide_count: false,
+            empty: false,
+        };
+        return t.map_or("-".into(), |t| label(&spec.tuning(&t)));
+    }
     let Some((family, size)) = family_of(variant, ty) else {
         return "-".into();
     };
