@@ -356,6 +356,9 @@ const TABLE: &[Entry] = &[
     //   (128x15x9 196.9, 256x11x5 169.4, 64x23x11 186.2); i64 128x15x7 108.2, 1.645x the
     //   inherited 128x11x4's 65.8: with OCC 4, 8-byte tiles ran 4 CTAs per SM. 128x15x7 spills
     //   12 bytes for f64 (72 registers), so the entry is 128x15x6 (80 registers, clean).
+    // After the tiles lost their look-back (a spine carries across tiles; 56 registers for i32):
+    //   `mgpu tune segreduce` (2026-11-23, H100 SXM, i32, 2^26) 128x23x9 329.9, 1.045x 128x23x6's
+    //   315.6 (128x15x13 327.5, 64x23x16 328.3, 128x31x6 312.4).
     e(Family::SegReduce, 90, 4, 128, 23, 9),
     e(Family::SegReduce, 90, 8, 128, 15, 6),
     // `mgpu tune select` / `mgpu tune reduce-by-key` (2026-11-23, H100 SXM, i32 at 2^26, G items
