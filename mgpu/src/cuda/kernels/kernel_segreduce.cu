@@ -8,12 +8,11 @@
 // that start in it.
 //
 // In the tile (the seed's CSR -> COO flattening): each of the tile's offsets marks its start
-// position in shared memory with the index of the first segment starting there (a head). Empty
-// segments start where the next one starts: they take the identity then and there (no CSR2
-// prepass), and a tile with many of them only reads more offsets. Each thread then reduces its VT
-// items sequentially, resetting at heads; a segment ends at the item before a head (its output
-// slot: the head's first segment - 1) or at the last item. The (runs, value) segmented scan of
-// segscan.cuh carries partial reductions across the CTA's threads.
+// position in shared memory (a head; see Mark). Empty segments start where the next one starts:
+// they take the identity then and there (no CSR2 prepass), and a tile with many of them only
+// reads more offsets. Each thread then reduces its VT items sequentially, resetting at heads; a
+// segment ends at the item before a head or at the tile's last item. The (runs, value) segmented
+// scan of segscan.cuh carries partial reductions across the CTA's threads.
 //
 // Across tiles: a tile's results need no earlier tile, except the first result of a tile that
 // does not start with a head, the end of a segment begun in an earlier tile. The tile writes
