@@ -20,10 +20,10 @@
 // empty, so that its slots are consecutive; else each where it belongs) and leaves its total and
 // that first result's tile-local part (its lead) to the spine, which scans the tiles' totals
 // through the decoupled look-back of lookback.cuh and completes those results. So no tile waits
-// for another: the tile kernel runs one CTA per tile at full occupancy with two barriers and one
-// memory latency (the offsets, overlapping the items' copy) before its work, where a look-back in
-// the tile kernel made every tile wait on its predecessors (BENCHMARKS.md). Operand order is kept
-// everywhere (the lead follows the carry), so the operator need not commute.
+// for another: the tile kernel runs one CTA per tile at full occupancy with two barriers and two
+// dependent loads (its limits, then its offsets, overlapping the items' copy) before its work,
+// where a look-back in the tile kernel made every tile wait on its predecessors (BENCHMARKS.md).
+// Operand order is kept everywhere (the lead follows the carry), so the operator need not commute.
 //
 // Defines from the host (cuda/segreduce.rs):
 //   MGPU_SPMV      0: the items are the values (`Input`, mapped or plain); 1: vec[cols[m]] (unary
