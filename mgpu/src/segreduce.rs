@@ -323,6 +323,14 @@ impl Context {
     ) -> Result<()> {
         let strict = !segs.support_empty;
         let count = segs.count as u64;
+        // The kernel names segments in the offsets' type, ~0 meaning none.
+        if std::mem::size_of::<O>() == 4 && segs.offsets.len() as u64 >= u32::MAX as u64 {
+            return invalid(format!(
+                "{name}: {} segments with u32 offsets; at most 2^32 - 2 are supported: use u64 \
+                 offsets",
+                segs.offsets.len()
+            ));
+        }
         match &self.backend {
             Backend::Cpu => {
                 let offsets: Vec<u64> = host(&segs.offsets).iter().map(|o| o.to_u64()).collect();

@@ -2357,3 +2357,31 @@ fn past_2_pow_32_values_on_gpu() {
     let mut r = rng();
     big_pattern(&ctx, &mut r, (1 << 32) + 1000, 300);
 }
+
+/// u32 offsets whose largest start is `u32::MAX` (over `u32::MAX` positions and past 2^32;
+/// a counting source, so no memory), some segments empty: such a start is a real segment, not
+/// "no segment".
+#[test]
+fn u32_offsets_starting_at_u32_max() {
+    let Some(ctx) = gpu() else { return };
+    let m = u32::MAX as u64;
+    for (n, offsets) in [
+        (m, vec![0u64, 1 << 31, m, m]),
+        (m, vec![0, m - 1, m]),
+        (m, vec![0, 5, 5, m - 3000, m, m, m]),
+        (m + 1, vec![0, m]),
+        (m + 5000, vec![0, 7, m - 1, m]),
+        (m + 5000, vec![0, m, m]),
+    ] {
+        let what = format!("{n} positions, offsets {offsets:?}");
+        let ob = ctx.upload(&to_o::<u32>(&offsets)).unwrap();
+        let expect: Vec<u64> = (0..offsets.len())
+            .map(|i| counting_sum(offsets[i], offsets.get(i + 1).copied().unwrap_or(n)))
+            .collect();
+        let mut out = poisoned::<u64>(&ctx, offsets.len());
+        let values = Counting::new(0u64, n as usize);
+        ctx.segreduce_csr(&values, &ob, true, &mut out, &Op::plus())
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        check(&out.to_vec().unwrap(), &expect, &what);
+    }
+}

@@ -185,7 +185,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
           dest[k] = identity;  // an empty segment
           storage.empties = 1;
         }
-        if (prev[u] != start[u])  // the first segment starting here
+        // The first segment starting here (the sentinel could equal a start: ~0, u32 offsets).
+        if (k == seg_begin || prev[u] != start[u])
 #endif
           storage.heads[start[u] - base] = MGPU_MARK(k);
 #if MGPU_INDIRECT
