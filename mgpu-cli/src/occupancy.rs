@@ -73,8 +73,8 @@ fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Ve
         source,
     };
     // Compaction: the table's entry for the tile's bytes per item, VT at most 31 (compact.rs).
-    let compact_tuning = |size: usize| -> Result<Tuning, String> {
-        let mut t = tuning::lookup(Family::Compact, arch, size).map_err(err)?;
+    let compact_tuning = |family, size: usize| -> Result<Tuning, String> {
+        let mut t = tuning::lookup(family, arch, size).map_err(err)?;
         t.vt = t.vt.min(31);
         Ok(t)
     };
@@ -111,7 +111,7 @@ fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Ve
             vec![item("sort-pairs", t, Module::Merge, src)]
         }
         "select" | "partition" | "unique" => {
-            let t = compact_tuning(s)?;
+            let t = compact_tuning(Family::Compact, s)?;
             let (spec, test) = match primitive {
                 "select" => (
                     compact_spec(false, false, Rejected::Dropped),
@@ -132,14 +132,20 @@ fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Ve
         }
         "rle" => {
             // Run lengths are u32 values (as the bench runs it), summed per run of equal keys.
-            let t = compact_tuning(tuning::tile_element_size(Family::Compact, s, 4))?;
+            let t = compact_tuning(
+                Family::ReduceByKey,
+                tuning::tile_element_size(Family::ReduceByKey, s, 4),
+            )?;
             let spec = compact_spec(true, true, Rejected::Dropped);
             let ones = Op::<u32>::plus();
             let src = jit::compact_source::<T, u32>(&spec, &KeyTest::Runs(&eq), Some(&ones), &t);
             vec![item("rle", t, spec.module(true), src)]
         }
         "reduce-by-key" => {
-            let t = compact_tuning(tuning::tile_element_size(Family::Compact, s, s))?;
+            let t = compact_tuning(
+                Family::ReduceByKey,
+                tuning::tile_element_size(Family::ReduceByKey, s, s),
+            )?;
             let spec = compact_spec(true, true, Rejected::Dropped);
             let src = jit::compact_source::<T, T>(&spec, &KeyTest::Runs(&eq), Some(&plus), &t);
             vec![item("reduce-by-key", t, spec.module(true), src)]

@@ -44,7 +44,7 @@ pub(crate) fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
     let s = type_size(ty)?;
     let starts = |p: &str| variant.starts_with(p);
     Some(if starts("reduce-by-key") {
-        (Family::Compact, 2 * s)
+        (Family::ReduceByKey, 2 * s)
     } else if starts("reduce") {
         (Family::Reduce, s)
     } else if starts("scan") {
@@ -56,11 +56,13 @@ pub(crate) fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
     } else if starts("unique-by-key") {
         (Family::Compact, 2 * s)
     } else if starts("rle") {
-        (Family::Compact, s + 4)
+        (Family::ReduceByKey, s + 4)
     } else if starts("select") || starts("partition") || starts("unique") || starts("non-trivial") {
         (Family::Compact, s)
-    } else if starts("segreduce") || starts("spmv") {
+    } else if starts("segreduce") {
         (Family::SegReduce, s)
+    } else if starts("spmv") {
+        (Family::Spmv, s)
     } else {
         return None;
     })
@@ -95,7 +97,10 @@ pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
     let Ok(mut t) = tuning::lookup(family, arch, size) else {
         return "-".into();
     };
-    if matches!(family, Family::Compact | Family::SegReduce) {
+    if matches!(
+        family,
+        Family::Compact | Family::ReduceByKey | Family::SegReduce | Family::Spmv
+    ) {
         t.vt = t.vt.min(31);
     }
     if family == Family::Scan && variant.starts_with("scan-sq") && !variant.contains("sqmat") {
@@ -181,10 +186,10 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
             ),
         ],
         "merge" => vec![t(Family::SortKeys, s, Some("merge"), &[11, 15, 17, 21, 23])],
-        "rle" => vec![t(Family::Compact, s + 4, None, COMPACT_VT)],
-        "reduce-by-key" => vec![t(Family::Compact, 2 * s, None, COMPACT_VT)],
+        "rle" => vec![t(Family::ReduceByKey, s + 4, None, COMPACT_VT)],
+        "reduce-by-key" => vec![t(Family::ReduceByKey, 2 * s, None, COMPACT_VT)],
         "segreduce" => vec![t(Family::SegReduce, s, None, COMPACT_VT)],
-        "spmv" => vec![t(Family::SegReduce, s, None, COMPACT_VT)],
+        "spmv" => vec![t(Family::Spmv, s, None, COMPACT_VT)],
         _ => vec![t(Family::Compact, s, None, COMPACT_VT)],
     }
 }
@@ -293,7 +298,7 @@ fn sources<T: Element + mgpu::Arithmetic>(
                 .map(|&m| (m, jit::sort_part_source::<T, T>(m, &less, values, t)))
                 .collect()
         }
-        Family::Compact => {
+        Family::Compact | Family::ReduceByKey => {
             let spec = |unique, values| CompactSpec {
                 unique,
                 keys_out: true,
@@ -328,7 +333,7 @@ fn sources<T: Element + mgpu::Arithmetic>(
                 }
             }
         }
-        Family::SegReduce => {
+        Family::SegReduce | Family::Spmv => {
             let spmv = primitive == "spmv";
             let spec = SegReduceSpec {
                 items: if spmv {
@@ -846,7 +851,7 @@ mod tests {
         );
         assert_eq!(
             family_of("reduce-by-key/run2", "i32"),
-            Some((Family::Compact, 8))
+            Some((Family::ReduceByKey, 8))
         );
         assert_eq!(family_of("reduce-sq", "f32"), Some((Family::Reduce, 4)));
         assert_eq!(

@@ -440,7 +440,7 @@ impl Context {
         )?;
         let count = count.validate(self)?;
         let size = std::mem::size_of::<K>() + std::mem::size_of::<V>();
-        let mut tuning = tuning::resolve(Family::Compact, self.arch(), size, None)?;
+        let mut tuning = tuning::resolve(Family::ReduceByKey, self.arch(), size, None)?;
         tuning.vt = tuning.vt.min(31);
         let keys_in_place = matches!(keys, Place::InOut(_));
         match &self.backend {

@@ -118,7 +118,13 @@ pub fn tuning_for<T: Element, O: Offset>(
     kind: SegItems,
     indirect: bool,
 ) -> Result<Tuning> {
-    let mut t = tuning::resolve(Family::SegReduce, arch, std::mem::size_of::<T>(), None)?;
+    // SpMV has a family of its own: its items are gathers, which want other tiles (tuning.rs).
+    let family = if kind == SegItems::Values {
+        Family::SegReduce
+    } else {
+        Family::Spmv
+    };
+    let mut t = tuning::resolve(family, arch, std::mem::size_of::<T>(), None)?;
     let o = std::mem::size_of::<O>();
     let per_item = std::mem::size_of::<T>()
         + o
@@ -129,12 +135,6 @@ pub fn tuning_for<T: Element, O: Offset>(
         }
         + if indirect { o } else { 0 };
     t.vt = t.vt.min(31);
-    // SpMV's gathers ran faster in smaller tiles (H100, f32, 2^26 nonzeros, apply ms at 128x23 |
-    // 128x15, OCC 5: random rows 0.692 | 0.701, power-law 0.686 | 0.579, 2-D stencil 0.442 |
-    // 0.305, 3-D 0.488 | 0.312).
-    if kind != SegItems::Values {
-        t.vt = t.vt.min(15);
-    }
     while t.vt > 1 && t.nv() * per_item > MAX_TILE_BYTES {
         t.vt -= if t.vt > 2 { 2 } else { 1 };
     }

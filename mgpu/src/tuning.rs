@@ -22,7 +22,7 @@
 //!
 //! The first line names the format and its version; files without it are read as version 1, and
 //! other versions are rejected. Families: `reduce`, `scan`, `sort_keys`, `sort_pairs`, `compact`,
-//! `segreduce`; `arch` is `major * 10 + minor` (90 for sm_90); `size_class` is 2, 4, 8 or 16 bytes
+//! `reduce_by_key`, `segreduce`, `spmv`; `arch` is `major * 10 + minor` (90 for sm_90); `size_class` is 2, 4, 8 or 16 bytes
 //! per tile element ([`size_class`]). An entry overrides the table for its architecture and newer
 //! ones, like the table's own entries.
 
@@ -101,11 +101,19 @@ pub enum Family {
     SortKeys,
     /// Mergesort and merge of keys with values or indices (size class: key + value size).
     SortPairs,
-    /// Single-pass compaction (select, partition, unique) and reduce-by-key (size class: key +
+    /// Single-pass compaction: select, partition, unique, non-trivial runs (size class: key +
     /// value size).
     Compact,
-    /// Segmented reduction over CSR segments and SpMV (size class: the value's size).
+    /// Single-pass reduce-by-key and run-length encode (size class: key + value size; the run
+    /// lengths' 4 bytes for run-length encode). Its tiles read their items from shared memory
+    /// twice instead of holding them in registers, so they run at other occupancies than
+    /// `Compact`'s.
+    ReduceByKey,
+    /// Segmented reduction over CSR segments (size class: the value's size).
     SegReduce,
+    /// CSR sparse matrix * vector (size class: the value's size): the segmented reduction's tiles,
+    /// whose items are gathers from the vector.
+    Spmv,
 }
 
 impl Family {
@@ -117,7 +125,9 @@ impl Family {
             Family::SortKeys => "sort_keys",
             Family::SortPairs => "sort_pairs",
             Family::Compact => "compact",
+            Family::ReduceByKey => "reduce_by_key",
             Family::SegReduce => "segreduce",
+            Family::Spmv => "spmv",
         }
     }
     /// The family named `s` in tuning files ([`Family::name`]'s inverse).
@@ -128,7 +138,9 @@ impl Family {
             "sort_keys" => Some(Family::SortKeys),
             "sort_pairs" => Some(Family::SortPairs),
             "compact" => Some(Family::Compact),
+            "reduce_by_key" => Some(Family::ReduceByKey),
             "segreduce" => Some(Family::SegReduce),
+            "spmv" => Some(Family::Spmv),
             _ => None,
         }
     }
@@ -178,7 +190,7 @@ pub fn for_computed_input(mut t: Tuning) -> Tuning {
 /// Bytes per element that a family's tile holds for keys of `key_size` and values of `value_size`.
 pub fn tile_element_size(family: Family, key_size: usize, value_size: usize) -> usize {
     match family {
-        Family::SortPairs | Family::Compact => key_size + value_size,
+        Family::SortPairs | Family::Compact | Family::ReduceByKey => key_size + value_size,
         _ => key_size,
     }
 }
@@ -224,11 +236,17 @@ const TABLE: &[Entry] = &[
     e(Family::Compact, 70, 4, 128, 15, 4),
     e(Family::Compact, 70, 8, 128, 11, 4),
     e(Family::Compact, 70, 16, 128, 7, 4),
+    e(Family::ReduceByKey, 70, 4, 128, 15, 4),
+    e(Family::ReduceByKey, 70, 8, 128, 11, 4),
+    e(Family::ReduceByKey, 70, 16, 128, 7, 4),
     // Segmented reduction: a tile holds its values, a segment index per position and a chunk of
     // offsets in shared memory (4-byte offsets: 12 bytes per item for 4-byte values).
     e(Family::SegReduce, 70, 4, 128, 15, 4),
     e(Family::SegReduce, 70, 8, 128, 11, 4),
     e(Family::SegReduce, 70, 16, 128, 7, 4),
+    e(Family::Spmv, 70, 4, 128, 15, 4),
+    e(Family::Spmv, 70, 8, 128, 11, 4),
+    e(Family::Spmv, 70, 16, 128, 7, 4),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
     // (median of 10-15; 2^28 i32 in ms, memcpy of the same bytes 0.718 ms):
     //   256x15x2 1.03 | 256x23x1 0.95 | 256x31x1 0.96 | 128x15x4 1.14 | 128x31x4 0.94
@@ -361,12 +379,32 @@ const TABLE: &[Entry] = &[
     //   315.6 (128x15x13 327.5, 64x23x16 328.3, 128x31x6 312.4).
     e(Family::SegReduce, 90, 4, 128, 23, 9),
     e(Family::SegReduce, 90, 8, 128, 15, 6),
+    // SpMV, sm_90, H100 SXM, 2026-11-23, `mgpu bench spmv --sizes 26 --types f32 --no-peer` with
+    //   MGPU_TUNING, apply ms for random rows | power-law | 2-D | 3-D stencil (cuSPARSE in an
+    //   earlier run: 0.586 | 0.538 | 0.320 | 0.280): 128x15x5 (what SpMV ran with when it took
+    //   the segreduce entry, VT <= 15, OCC <= 5) 0.698 | 0.586 | 0.311 | 0.319; 128x15x7 0.693 |
+    //   0.590 | 0.307 | 0.324; 128x11x8 0.616 | 0.557 | 0.328 | 0.310; 128x11x10 0.617 | 0.561 |
+    //   0.326 | 0.313; 128x7x12 0.599 | 0.564 | 0.343 | 0.304; 128x7x16 0.608 | 0.571 | 0.349 |
+    //   0.303; 256x7x8 0.620 | 0.553 | 0.347 | 0.318; 64x15x12 0.703 | 0.699 | 0.332 | 0.428;
+    //   128x23x5 0.693 | 0.689 | 0.448 | 0.488. More gathers in flight per SM (higher OCC) help
+    //   the random rows, larger tiles the stencils: 128x11x8 has the lowest total. f64: the
+    //   former 128x15x5, not swept.
+    e(Family::Spmv, 90, 4, 128, 11, 8),
+    e(Family::Spmv, 90, 8, 128, 15, 5),
     // `mgpu tune select` / `mgpu tune reduce-by-key` (2026-11-23, H100 SXM, i32 at 2^26, G items
     //   per s): keys 256x23x2 358.4, 1.000x the entry's 358.4; keys with values 128x31x4 221.4
     //   (the entry): kept.
     e(Family::Compact, 90, 2, 128, 15, 4),
     e(Family::Compact, 90, 4, 128, 23, 6),
     e(Family::Compact, 90, 8, 128, 31, 4),
+    // Reduce-by-key once its tiles read their items from shared memory twice (56 registers at
+    //   128x31), sm_90, H100 SXM, 2026-11-23, `mgpu bench reduce-by-key --sizes 28 --types i32
+    //   --no-peer` with MGPU_TUNING, ms for runs of mean 1 | 2 | 10 | 500: 128x31x4 (Compact's
+    //   entry) 1.580 | 1.300 | 1.023 | 0.910; 128x31x5 1.602 | 1.313 | 1.034 | 0.915; 128x23x6
+    //   1.567 | 1.247 | 0.993 | 0.878; 128x23x7 1.580 | 1.243 | 0.989 | 0.873; 128x19x8 1.576 |
+    //   1.217 | 0.971 | 0.863; 128x15x10 1.582 | 1.224 | 0.968 | 0.872; 256x15x5 1.534 | 1.195 |
+    //   0.933 | 0.834 (the best at every run length).
+    e(Family::ReduceByKey, 90, 8, 256, 15, 5),
 ];
 
 /// The tuning for a family on an architecture (`major * 10 + minor`, e.g. 90) and element size:
@@ -720,7 +758,9 @@ mod tests {
             Family::SortKeys,
             Family::SortPairs,
             Family::Compact,
+            Family::ReduceByKey,
             Family::SegReduce,
+            Family::Spmv,
         ] {
             assert_eq!(Family::from_name(f.name()), Some(f));
         }

@@ -24,7 +24,16 @@ use rand::Rng;
 /// The compaction tile for items of `bytes` (keys + values): the table's, VT capped at 31 as the
 /// library caps it.
 fn compact_tile(ctx: &Context, bytes: usize) -> usize {
-    let mut t = mgpu::tuning::lookup(Family::Compact, ctx.arch().unwrap_or(90), bytes).unwrap();
+    family_tile(ctx, Family::Compact, bytes)
+}
+
+/// The reduce-by-key and run-length-encode tile for items of `bytes` (keys + values or lengths).
+fn run_tile(ctx: &Context, bytes: usize) -> usize {
+    family_tile(ctx, Family::ReduceByKey, bytes)
+}
+
+fn family_tile(ctx: &Context, family: Family, bytes: usize) -> usize {
+    let mut t = mgpu::tuning::lookup(family, ctx.arch().unwrap_or(90), bytes).unwrap();
     t.vt = t.vt.min(31);
     t.nv()
 }
@@ -32,13 +41,15 @@ fn compact_tile(ctx: &Context, bytes: usize) -> usize {
 /// A multi-tile size, GPU only.
 const BIG: usize = (1 << 20) + 12345;
 
-/// 0, 1, 2; k*tile - 1, k*tile, k*tile + 1 for k = 1..=3 for the tile of every item size in
-/// `item_bytes`; a few random sizes; multi-tile sizes on the GPU (moderate ones on the CPU).
+/// 0, 1, 2; k*tile - 1, k*tile, k*tile + 1 for k = 1..=3 for the tiles (compaction's and
+/// reduce-by-key's) of every item size in `item_bytes`; a few random sizes; multi-tile sizes on the GPU (moderate ones on the CPU).
 fn test_sizes(ctx: &Context, r: &mut StdRng, item_bytes: &[usize]) -> Vec<usize> {
     let mut v = vec![0, 1, 2];
     let mut max_nv = 0;
-    for &b in item_bytes {
-        let nv = compact_tile(ctx, b);
+    for nv in item_bytes
+        .iter()
+        .flat_map(|&b| [compact_tile(ctx, b), run_tile(ctx, b)])
+    {
         max_nv = max_nv.max(nv);
         for k in 1..=3 {
             v.extend([k * nv - 1, k * nv, k * nv + 1]);
@@ -936,7 +947,10 @@ fn runs_suite<T: Case>() {
     let size = std::mem::size_of::<T>();
     for ctx in backends() {
         let item_bytes = [size, size + 4, size + 8];
-        let tiles: Vec<usize> = item_bytes.iter().map(|&b| compact_tile(&ctx, b)).collect();
+        let tiles: Vec<usize> = item_bytes
+            .iter()
+            .flat_map(|&b| [compact_tile(&ctx, b), run_tile(&ctx, b)])
+            .collect();
         let mut case = 0;
         for n in test_sizes(&ctx, &mut r, &item_bytes) {
             for pat in RUN_PATTERNS {
@@ -1032,11 +1046,13 @@ fn nan_and_signed_zero_runs() {
         check_written(&v.to_vec().unwrap(), &expect_sums, i32::MAX, "rbk values");
 
         // Random keys from {NaN, -0.0, 0.0, 1.0} in runs across tiles, f32 and f64.
-        let tile = compact_tile(&ctx, 8);
+        let (tile, runs) = (compact_tile(&ctx, 8), run_tile(&ctx, 8));
         for n in [
             tile - 1,
             tile + 1,
             3 * tile + 7,
+            runs - 1,
+            2 * runs + 1,
             if ctx.is_gpu() { BIG } else { 20_000 },
         ] {
             let keys: Vec<f32> = (0..n)
@@ -1143,11 +1159,7 @@ fn reduce_by_key_value_types() {
     }
     let mut r = rng();
     for ctx in backends() {
-        let tiles = [
-            compact_tile(&ctx, 5),
-            compact_tile(&ctx, 12),
-            compact_tile(&ctx, 16),
-        ];
+        let tiles = [run_tile(&ctx, 5), run_tile(&ctx, 12), run_tile(&ctx, 16)];
         let mut ns = vec![1, 2];
         for t in tiles {
             ns.extend([t - 1, t, t + 1, 2 * t + 1]);
@@ -1222,7 +1234,7 @@ fn reduce_by_key_value_types() {
 fn reduce_by_key_user_keys_and_values() {
     let mut r = rng();
     for ctx in backends() {
-        let tiles = [compact_tile(&ctx, 20)];
+        let tiles = [run_tile(&ctx, 20)];
         for n in [
             1,
             tiles[0] - 1,
@@ -1325,8 +1337,8 @@ fn reduce_by_key_algorithms_agree() {
     let mut r = rng();
     for ctx in backends() {
         let tiles = [
-            compact_tile(&ctx, 8),
-            compact_tile(&ctx, 12),
+            run_tile(&ctx, 8),
+            run_tile(&ctx, 12),
             seg_tile::<i64>(&ctx),
             seg_tile::<f32>(&ctx),
         ];
@@ -1640,7 +1652,10 @@ fn in_place_stress_on_gpu() {
     let t4 = compact_tile(&ctx, 4);
     let t5 = compact_tile(&ctx, 5);
     let t12 = compact_tile(&ctx, 12);
+    let r8 = run_tile(&ctx, 8);
     let mut ns = vec![
+        r8 - 1,
+        r8 + 1,
         2,
         t4 - 1,
         t4,
@@ -1654,7 +1669,7 @@ fn in_place_stress_on_gpu() {
     ns.extend([2 * t12, 50 * t4 + 3, BIG]);
     ns.sort();
     ns.dedup();
-    let tiles = [t4, t5, t12];
+    let tiles = [t4, t5, t12, r8];
     /// Runs `f` on fresh copies `REPS` times: every result equal to `expect`.
     fn repeat<T: Element>(what: &str, expect: &[T], mut f: impl FnMut() -> Vec<T>) {
         for rep in 0..REPS {
@@ -1836,7 +1851,11 @@ fn views_for<T: Case>(ctx: &Context, r: &mut StdRng) {
     let pred = T::predicate();
     let eq = T::equality();
     let p = T::sentinel();
-    let tiles = [compact_tile(ctx, size), compact_tile(ctx, size + 8)];
+    let tiles = [
+        compact_tile(ctx, size),
+        compact_tile(ctx, size + 8),
+        run_tile(ctx, size + 8),
+    ];
     let mut ns = vec![0, 1, 2];
     for t in tiles {
         ns.extend([t - 1, t, t + 1, 2 * t + 3]);

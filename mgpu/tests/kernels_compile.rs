@@ -373,7 +373,12 @@ fn check_compact<K: Element + mgpu::Arithmetic, V: Element>(op: &Op<V>) -> Vec<S
                 } else {
                     0
                 };
-            let mut tuning = tuning::lookup(Family::Compact, ARCH, size).unwrap();
+            let family = if *by_key {
+                Family::ReduceByKey
+            } else {
+                Family::Compact
+            };
+            let mut tuning = tuning::lookup(family, ARCH, size).unwrap();
             tuning.vt = tuning.vt.min(31);
             if spec.non_trivial_runs {
                 tuning = mgpu::compact::non_trivial_tuning(tuning);

@@ -588,17 +588,17 @@ pub struct SegReduceSpec {
 }
 
 impl SegReduceSpec {
-    /// The tuning this variant runs with, given the table's: the table's OCC is measured on plain
-    /// values with 32-bit offsets and counts. The variants that keep more live state spill at
-    /// the table's OCC: SpMV and indirect CSR (columns, sources) keep OCC <= 5, 64-bit offsets or
-    /// counts OCC <= 4 (kernels_compile checks every variant).
+    /// The tuning this variant runs with, given the table's: the table's OCC is measured with
+    /// 32-bit offsets and counts, direct (the `segreduce` entry on values, the `spmv` entry on
+    /// SpMV). The variants that keep more live state spill at the table's OCC: indirect CSR
+    /// (sources) keeps OCC <= 5, 64-bit offsets or counts OCC <= 4 (kernels_compile checks every
+    /// variant).
     pub fn tuning(&self, table: &Tuning) -> Tuning {
         let narrow = !self.wide_offsets && !self.wide_count;
-        let plain = narrow && self.items == SegItems::Values && !self.indirect;
         let mut t = *table;
         if !narrow {
             t.occ = t.occ.min(4);
-        } else if !plain {
+        } else if self.indirect {
             t.occ = t.occ.min(5);
         }
         t

@@ -159,16 +159,25 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #if MGPU_REDUCE_BY_KEY && !MGPU_NON_TRIVIAL_RUNS
 // Reduce-by-key: runs of keys equal under Eq, the values of each run reduced by Op in order (the
 // operator need not commute). Tiles publish a (runs, value) pair of segscan.cuh: the number of
-// runs that start in the tile and the reduction of the values since the last start. A run's key is written where it starts; its reduction where the next run starts (or
-// by the tile holding the last item), into the output slot of the run before.
+// runs that start in the tile and the reduction of the values since the last start. A run's key
+// is written where it starts; its reduction where the next run starts (or by the tile holding the
+// last item), into the output slot of the run before.
+//
+// As in the segmented reduction, a thread reads its keys and values from shared memory twice
+// (before and after the scan) instead of holding them in registers. The results stay where
+// they are: a run's key is the loaded key at its start, and the value slot of a start takes the
+// tile's part of the run before it. Only the tile's first start needs the look-back's carry, so
+// the staging overlaps the look-back.
 typedef RunPairOf<C, V> RunPair;
 typedef RunPlusOf<C, V, Op> RunPlus;
+static_assert(MGPU_NV <= 65536, "run start positions are 16-bit");
 
 struct RunStorage {
-  // The tile as loaded; then the staged first keys of the runs that start in the tile, and the
-  // reductions of the runs before them.
+  // The tile as loaded; at each run start, the value slot then holds the tile's part of the
+  // reduction of the run before.
   __align__(16) T keys[MGPU_NV];
   __align__(16) V values[MGPU_NV];
+  unsigned short start_at[MGPU_NV];  // the positions of the tile's run starts, by rank
   CtaScanStorageOf<RunPair> scan;
   RunPair tile_prefix;
   i64 tile_id;
@@ -193,22 +202,22 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     T before = tid == 0 && base > 0 ? keys[base - 1] : T();
     __syncthreads();
 
-    T k[MGPU_VT];
-    V v[MGPU_VT];
-    unsigned head_bits = 0;
+    // Each thread's VT consecutive items (VT odd: conflict-free): run starts and total.
     int first = tid * MGPU_VT;
+    const T* my_keys = storage.keys + first;
+    V* my_values = storage.values + first;
+    unsigned head_bits = 0;
     RunPair thread_total = none;
+    T prev = tid > 0 ? my_keys[-1] : before;
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
-      k[i] = storage.keys[first + i];
-      v[i] = use_constant ? constant : storage.values[first + i];
-      bool head;
-      if (i > 0) head = !Eq()(k[i - 1], k[i]);
-      else if (tid > 0) head = !Eq()(storage.keys[first - 1], k[0]);
-      else head = base == 0 || !Eq()(before, k[0]);
+      T key = my_keys[i];
+      bool head = (i == 0 && tid == 0 && base == 0) || !Eq()(prev, key);
+      prev = key;
       if (first + i < n) {
         if (head) head_bits |= 1u << i;
-        thread_total = RunPlus()(thread_total, RunPair{(C)head, v[i]});
+        thread_total = RunPlus()(thread_total,
+                                 RunPair{(C)head, use_constant ? constant : my_values[i]});
       }
     }
     RunPair tile_total;
@@ -218,34 +227,43 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       RunPair prefix = warp_lookback(status, tile, tile_total, RunPlus(), none);
       if (tid == 0) storage.tile_prefix = prefix;
     }
-    __syncthreads();
-    // Stage each run start of the tile: its key, and the reduction of the run before it.
-    RunPair prefix = storage.tile_prefix;
-    RunPair x = RunPlus()(prefix, thread_prefix);
-    int slot = (int)thread_prefix.runs;
+    // Stage each run start: its position by rank, and in its value slot (this thread's own, read
+    // first) the tile's part of the run before it.
+    RunPair x = thread_prefix;
+    int rank = (int)thread_prefix.runs;
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
-      if ((head_bits >> i) & 1u) {
-        if (MGPU_KEYS_OUT) storage.keys[slot] = k[i];
-        storage.values[slot] = x.value;
-        ++slot;
-      }
-      if (first + i < n) x = RunPlus()(x, RunPair{(C)((head_bits >> i) & 1u), v[i]});
-      if (base + first + i + 1 == count) {
-        // The last item: its run ends here.
-        values_out[x.runs - 1] = x.value;
-        *count_out = (u64)x.runs;
+      if (first + i < n) {
+        V v = use_constant ? constant : my_values[i];
+        bool head = (head_bits >> i) & 1u;
+        if (head) {
+          my_values[i] = x.value;
+          storage.start_at[rank++] = (unsigned short)(first + i);
+        }
+        x = RunPlus()(x, RunPair{(C)head, v});
       }
     }
     __syncthreads();
+    RunPair prefix = storage.tile_prefix;
+    if (base + n == count && first < n && n <= first + MGPU_VT) {
+      // This thread holds the last item: its run ends here.
+      RunPair last = RunPlus()(prefix, x);
+      values_out[last.runs - 1] = last.value;
+      *count_out = (u64)last.runs;
+    }
     int starts = (int)tile_total.runs;
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
       int j = i * MGPU_NT + tid;
       if (j < starts) {
+        int p = storage.start_at[j];
         u64 run = (u64)prefix.runs + j;
-        if (MGPU_KEYS_OUT) keys_out[run] = storage.keys[j];
-        if (run > 0) values_out[run - 1] = storage.values[j];
+        if (MGPU_KEYS_OUT) keys_out[run] = storage.keys[p];
+        if (run > 0) {
+          // The tile's first start ends the run carried in from earlier tiles.
+          V v = storage.values[p];
+          values_out[run - 1] = j == 0 ? Op()(prefix.value, v) : v;
+        }
       }
     }
     if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
