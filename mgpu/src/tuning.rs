@@ -22,9 +22,9 @@
 //!
 //! The first line names the format and its version; files without it are read as version 1, and
 //! other versions are rejected. Families: `reduce`, `scan`, `sort_keys`, `sort_pairs`, `compact`,
-//! `reduce_by_key`, `segreduce`, `spmv`; `arch` is `major * 10 + minor` (90 for sm_90); `size_class` is 2, 4, 8 or 16 bytes
-//! per tile element ([`size_class`]). An entry overrides the table for its architecture and newer
-//! ones, like the table's own entries.
+//! `reduce_by_key`, `segreduce`, `spmv`; `arch` is `major * 10 + minor` (90 for sm_90);
+//! `size_class` is 2, 4, 8 or 16 bytes per tile element ([`size_class`]). An entry overrides the
+//! table for its architecture and newer ones, like the table's own entries.
 
 use crate::error::{invalid, Error, Result};
 use std::path::{Path, PathBuf};
@@ -104,8 +104,8 @@ pub enum Family {
     /// Single-pass compaction: select, partition, unique, non-trivial runs (size class: key +
     /// value size).
     Compact,
-    /// Single-pass reduce-by-key and run-length encode (size class: key + value size; the run
-    /// lengths' 4 bytes for run-length encode). Its tiles read their items from shared memory
+    /// Single-pass reduce-by-key and run-length encode (size class: key + value size, or key +
+    /// length size for run-length encode). Its tiles read their items from shared memory
     /// twice instead of holding them in registers, so they run at other occupancies than
     /// `Compact`'s.
     ReduceByKey,
