@@ -165,6 +165,7 @@ fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Ve
                 wide_offsets: false,
                 wide_count: false,
                 empty: false,
+                codes: false,
             };
             let mul = Op::<T>::multiplies();
             let src = jit::segreduce_source::<T>(&spec, &plain, &plus, spmv.then_some(&mul), &t);

@@ -88,6 +88,7 @@ pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
             wide_offsets: false,
             wide_count: false,
             empty: false,
+            codes: false,
         };
         return t.map_or("-".into(), |t| label(&spec.tuning(&t)));
     }
@@ -345,6 +346,7 @@ fn sources<T: Element + mgpu::Arithmetic>(
                 wide_offsets: false,
                 wide_count: false,
                 empty: false,
+                codes: false,
             };
             let mul = Op::<T>::multiplies();
             // The parts as the library loads them: the tiles, and the helpers (compiled with

@@ -96,7 +96,17 @@ struct Segments<'a, O: Offset> {
     offsets: View<'a, O>,
     sources: Option<View<'a, O>>,
     count: usize,
+    /// Segments may be empty: validation allows them, and once it has passed, some segment is.
     support_empty: bool,
+}
+
+/// What a plan keeps on the GPU (nothing on the CPU or without positions): the tile limits and,
+/// where no segment is empty, the packed heads (the seed's thread codes), with which an apply
+/// reads one word per thread of a tile instead of the offsets and their marks.
+#[derive(Default)]
+struct Prepared {
+    limits: Option<DeviceMem>,
+    codes: Option<DeviceMem>,
 }
 
 /// The tuning of a segmented reduction of `T`s: the table's, with VT at most 31 (a thread's heads
@@ -221,12 +231,12 @@ fn column_error(name: &str, i: usize, col: u32, x_len: usize) -> crate::Error {
 pub struct SegPlan<'a, T: Element, O: Offset> {
     offsets: View<'a, O>,
     count: usize,
-    /// The tile limits (GPU, when there are positions), for `tuning`.
-    limits: Option<DeviceMem>,
+    /// The tile limits and packed heads, for `tuning`.
+    prepared: Prepared,
     tuning: Tuning,
     kind: SegItems,
-    /// Segments may be empty (else validation found the offsets increasing).
-    support_empty: bool,
+    /// Some segment is empty (validation found it so).
+    has_empty: bool,
     _values: PhantomData<T>,
 }
 
@@ -309,9 +319,9 @@ fn device_ptr<X: Element>(v: &View<'_, X>) -> u64 {
 }
 
 impl Context {
-    /// Validates a geometry (and sources, columns); returns the error for the first bad index.
-    /// `data_len`: what sources index (the values, or the nonzeros); `cols`: column indices to
-    /// check against a vector of `x_len`.
+    /// Validates a geometry (and sources, columns); returns the error for the first bad index,
+    /// else whether some segment is empty. `data_len`: what sources index (the values, or the
+    /// nonzeros); `cols`: column indices to check against a vector of `x_len`.
     fn check_segments<O: Offset>(
         &self,
         name: &str,
@@ -320,7 +330,7 @@ impl Context {
         cols: Option<&View<'_, u32>>,
         x_len: usize,
         tuning: &Tuning,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let strict = !segs.support_empty;
         let count = segs.count as u64;
         // The kernel names segments in the offsets' type, ~0 meaning none.
@@ -353,7 +363,9 @@ impl Context {
                         return Err(column_error(name, i, host(cols)[i], x_len));
                     }
                 }
-                Ok(())
+                let ends = offsets.iter().skip(1).copied().chain([count]);
+                let has_empty = offsets.iter().zip(ends).any(|(&start, end)| start == end);
+                Ok(has_empty)
             }
             Backend::Cuda(gpu) => {
                 let geometry = geometry(segs);
@@ -414,21 +426,23 @@ impl Context {
                     gpu.download(device_ptr(cols) + 4 * i as u64, &mut c)?;
                     return Err(column_error(name, i, c[0], x_len));
                 }
-                Ok(())
+                Ok(bad[3].is_some())
             }
         }
     }
 
-    /// Checks lengths and places, validates unless `plan` is given, and reduces.
+    /// Checks lengths and places, validates unless `plan` is given, and reduces. Without empty
+    /// segments (checked, or a plan's), the kernel for non-empty ones runs even if they were
+    /// allowed.
     #[allow(clippy::too_many_arguments)]
     fn segreduce_run<T: Element, O: Offset>(
         &self,
         name: &str,
-        segs: Segments<'_, O>,
+        mut segs: Segments<'_, O>,
         items: ItemSource<'_, T>,
         mut out: ViewMut<'_, T>,
         op: &Op<T>,
-        plan: Option<(&Option<DeviceMem>, &Tuning)>,
+        plan: Option<(&Prepared, &Tuning)>,
     ) -> Result<()> {
         let num_segments = segs.offsets.len();
         if out.len() != num_segments {
@@ -462,7 +476,8 @@ impl Context {
                 ItemSource::Spmv { cols, x, .. } => (Some(cols), x.len()),
                 ItemSource::Values(_) => (None, 0),
             };
-            self.check_segments(name, &segs, items.data_len(), cols, x_len, &tuning)?;
+            segs.support_empty =
+                self.check_segments(name, &segs, items.data_len(), cols, x_len, &tuning)?;
         }
         match &self.backend {
             Backend::Cpu => {
@@ -498,16 +513,23 @@ impl Context {
                 if let Some((home, _)) = out.at.device() {
                     homes.push(home);
                 }
-                if let Some((Some(limits), _)) = plan {
+                if let Some((
+                    Prepared {
+                        limits: Some(limits),
+                        ..
+                    },
+                    _,
+                )) = plan
+                {
                     homes.push(&limits.gpu);
                 }
                 gpu.ordered(&homes, || {
                     let owned;
-                    let limits = match plan {
-                        Some((limits, _)) => limits.as_ref(),
+                    let (limits, codes) = match plan {
+                        Some((prepared, _)) => (prepared.limits.as_ref(), prepared.codes.as_ref()),
                         None => {
                             owned = device::partition(gpu, &geometry, &tuning)?;
-                            owned.as_ref()
+                            (owned.as_ref(), None)
                         }
                     };
                     let items = Items {
@@ -518,7 +540,7 @@ impl Context {
                         cols,
                         vec,
                     };
-                    device::reduce(gpu, &geometry, limits, items, dest, op, mul, &tuning)
+                    device::reduce(gpu, &geometry, limits, codes, items, dest, op, mul, &tuning)
                 })
             }
         }
@@ -649,23 +671,36 @@ impl Context {
             Some((cols, x_len)) => (Some(cols), x_len),
             None => (None, 0),
         };
-        self.check_segments(name, &segs, count, cols, x_len, &tuning)?;
-        let limits = match &self.backend {
-            Backend::Cpu => None,
-            Backend::Cuda(gpu) => {
-                let geometry = geometry(&segs);
-                let homes: Vec<_> = segs.offsets.at.device().map(|d| d.0).into_iter().collect();
-                gpu.ordered(&homes, || device::partition(gpu, &geometry, &tuning))?
-            }
-        };
+        let mut segs = segs;
+        segs.support_empty = self.check_segments(name, &segs, count, cols, x_len, &tuning)?;
+        let prepared = self.prepare(&segs, &tuning)?;
         Ok(SegPlan {
             offsets: segs.offsets,
             count,
-            limits,
+            prepared,
             tuning,
             kind,
-            support_empty,
+            has_empty: segs.support_empty,
             _values: PhantomData,
+        })
+    }
+
+    /// Partitions a validated direct geometry for `tuning` and, where no segment is empty, packs
+    /// its heads: what a plan keeps.
+    fn prepare<O: Offset>(&self, segs: &Segments<'_, O>, tuning: &Tuning) -> Result<Prepared> {
+        let Backend::Cuda(gpu) = &self.backend else {
+            return Ok(Prepared::default());
+        };
+        let geometry = geometry(segs);
+        let homes: Vec<_> = segs.offsets.at.device().map(|d| d.0).into_iter().collect();
+        gpu.ordered(&homes, || {
+            let limits = device::partition(gpu, &geometry, tuning)?;
+            let codes = if segs.support_empty {
+                None
+            } else {
+                device::codes(gpu, &geometry, limits.as_ref(), tuning)?
+            };
+            Ok(Prepared { limits, codes })
         })
     }
 
@@ -693,7 +728,7 @@ impl Context {
             offsets: plan.offsets,
             sources: None,
             count: plan.count,
-            support_empty: plan.support_empty,
+            support_empty: plan.has_empty,
         };
         let out = output(self, out, "the output")?;
         self.segreduce_run(
@@ -702,7 +737,7 @@ impl Context {
             ItemSource::Values(values),
             out,
             op,
-            Some((&plan.limits, &plan.tuning)),
+            Some((&plan.prepared, &plan.tuning)),
         )
     }
 
@@ -963,7 +998,7 @@ impl Context {
             offsets: plan.segments.offsets,
             sources: None,
             count: plan.segments.count,
-            support_empty: plan.segments.support_empty,
+            support_empty: plan.segments.has_empty,
         };
         let items = ItemSource::Spmv {
             matrix,
@@ -979,7 +1014,7 @@ impl Context {
             items,
             y,
             add,
-            Some((&plan.limits, &plan.tuning)),
+            Some((&plan.prepared, &plan.tuning)),
         )
     }
 }
@@ -1008,7 +1043,7 @@ pub struct ReduceByKeyPlan<T: Element, O: Offset> {
     starts: crate::Buffer<O>,
     runs: usize,
     count: usize,
-    limits: Option<DeviceMem>,
+    prepared: Prepared,
     tuning: Tuning,
     _values: PhantomData<T>,
 }
@@ -1070,24 +1105,18 @@ impl Context {
             .expect("a host count") as usize;
         drop(positions);
         let tuning = seg_tuning::<T, O>(self, SegItems::Values, false)?;
-        let limits = match &self.backend {
-            Backend::Cpu => None,
-            Backend::Cuda(gpu) => {
-                let view = starts.slice(..runs);
-                let segs = Segments {
-                    offsets: view,
-                    sources: None,
-                    count: n,
-                    support_empty: false,
-                };
-                device::partition(gpu, &geometry(&segs), &tuning)?
-            }
+        let segs = Segments {
+            offsets: starts.slice(..runs),
+            sources: None,
+            count: n,
+            support_empty: false,
         };
+        let prepared = self.prepare(&segs, &tuning)?;
         Ok(ReduceByKeyPlan {
             starts,
             runs,
             count: n,
-            limits,
+            prepared,
             tuning,
             _values: PhantomData,
         })
@@ -1126,7 +1155,7 @@ impl Context {
             ItemSource::Values(values),
             out,
             op,
-            Some((&plan.limits, &plan.tuning)),
+            Some((&plan.prepared, &plan.tuning)),
         )
     }
 }

@@ -427,7 +427,7 @@ fn compaction_kernels_compile_without_spills() {
 }
 
 /// The segmented-reduction module for values `T` and offsets `O`: values (plain and mapped),
-/// SpMV unary and binary, direct and indirect, 32-bit and 64-bit counts.
+/// SpMV unary and binary, direct and indirect, 32-bit and 64-bit counts, marks and codes.
 fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>) -> Vec<String> {
     let mut lines = Vec::new();
     let mut kinds = vec![SegItems::Values];
@@ -436,13 +436,24 @@ fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>)
     }
     for items in kinds {
         for indirect in [false, true] {
-            for (wide_count, empty) in [(false, false), (false, true), (true, true)] {
+            // (wide_count, empty, codes): codes (a plan's packed heads) are for direct,
+            // non-empty segments.
+            let mut variants = vec![
+                (false, false, false),
+                (false, true, false),
+                (true, true, false),
+            ];
+            if !indirect {
+                variants.extend([(false, false, true), (true, false, true)]);
+            }
+            for (wide_count, empty, codes) in variants {
                 let spec = SegReduceSpec {
                     items,
                     indirect,
                     wide_offsets: std::mem::size_of::<O>() == 8,
                     wide_count,
                     empty,
+                    codes,
                 };
                 let tuning =
                     mgpu::segreduce::tuning_for::<T, O>(Some(ARCH), items, indirect).unwrap();
@@ -456,6 +467,10 @@ fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>)
                     continue;
                 }
                 for k in Module::SegReduce.kernels() {
+                    // Codes are built with byte marks only (direct, non-empty segments).
+                    if *k == "mgpu_segreduce_codes" && (indirect || empty) {
+                        continue;
+                    }
                     let r = c.reports.iter().find(|r| r.name == *k).unwrap_or_else(|| {
                         panic!("no ptxas report for {k}: {:?}\nlog:\n{}", c.reports, c.log)
                     });
@@ -553,6 +568,7 @@ fn family_parts_compile_like_the_whole_family() {
         wide_offsets: false,
         wide_count: false,
         empty: false,
+        codes: false,
     };
     compare(Module::SegReduce, &|m| {
         jit::segreduce_part_source::<i32>(m, &spec, &Load::plain::<i32>(), &plus, None, &t)

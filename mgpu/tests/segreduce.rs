@@ -952,12 +952,31 @@ fn views_at_unaligned_offsets() {
 // ---------------------------------------------------------------------------------------------
 // Plans.
 
+/// Plans made with support_empty over geometries with empty segments (the apply marks heads from
+/// the offsets) and without (the apply reads the plan's packed heads): tile edges, last tiles
+/// that end on a thread's boundary or inside a thread's items, segments of length 1 and 2.
 fn plans_for<T: TestElement, O: TestOffset>(ctx: &Context, r: &mut StdRng, ops: [&Op<T>; 2]) {
-    let nv = seg_tile::<T, O>(ctx, SegItems::Values, false);
-    let mut ns = vec![0, 1, nv, 3 * nv + 1];
+    let tuning = mgpu::segreduce::tuning_for::<T, O>(
+        Some(ctx.arch().unwrap_or(90)),
+        SegItems::Values,
+        false,
+    )
+    .unwrap();
+    let (nv, vt) = (tuning.nv(), tuning.vt as usize);
+    let mut ns = vec![0, 1, 2, nv - 1, nv, nv + 1, 2 * nv, 3 * nv + 1];
+    ns.extend([nv + 5 * vt, nv + 5 * vt + 1, nv + 5 * vt - 1]);
     ns.push(if ctx.is_gpu() { BIG } else { 20_011 });
     for n in ns {
-        for dist in [Dist::HalfEmpty, Dist::PowerLaw, Dist::EmptyRuns] {
+        for dist in [
+            Dist::HalfEmpty,
+            Dist::PowerLaw,
+            Dist::EmptyRuns,
+            Dist::Fixed(1),
+            Dist::Fixed(2),
+            Dist::TileEdges,
+            Dist::TileFixed(0),
+            Dist::One,
+        ] {
             let what = format!(
                 "{ctx:?} plan {}/{} n={n} {dist:?}",
                 T::CUDA_TYPE,

@@ -174,9 +174,14 @@ impl Module {
                 "mgpu_segreduce_spine",
                 "mgpu_segreduce_partition",
                 "mgpu_segreduce_validate",
+                "mgpu_segreduce_codes",
             ],
             Module::SegReduceTiles => &["mgpu_segreduce", "mgpu_segreduce_spine"],
-            Module::SegReduceHelpers => &["mgpu_segreduce_partition", "mgpu_segreduce_validate"],
+            Module::SegReduceHelpers => &[
+                "mgpu_segreduce_partition",
+                "mgpu_segreduce_validate",
+                "mgpu_segreduce_codes",
+            ],
         }
     }
     /// The module's name in reports.
@@ -585,6 +590,9 @@ pub struct SegReduceSpec {
     pub wide_count: bool,
     /// Segments may be empty (else the offsets were checked to increase).
     pub empty: bool,
+    /// The heads come packed from a plan (`mgpu_segreduce_codes`) instead of from the offsets:
+    /// direct, non-empty segments only.
+    pub codes: bool,
 }
 
 impl SegReduceSpec {
@@ -642,12 +650,14 @@ pub fn segreduce_part_source<T: Element>(
     s.push_str(&tuning_defines(module, tuning));
     s.push_str(&format!(
         "#define MGPU_STATUS_SLOT {}\n#define MGPU_VALUE_RECORD {}\n#define MGPU_SPMV {}\n\
-         #define MGPU_INDIRECT {}\n#define MGPU_EMPTY {}\n#define MGPU_SPINE_VT {}\n",
+         #define MGPU_INDIRECT {}\n#define MGPU_EMPTY {}\n#define MGPU_CODES {}\n\
+         #define MGPU_SPINE_VT {}\n",
         crate::cuda::scan::STATUS_SLOT,
         crate::cuda::scan::value_record(pair),
         spec.items as u32,
         spec.indirect as u32,
         spec.empty as u32,
+        spec.codes as u32,
         crate::cuda::segreduce::SPINE_VT,
     ));
     s.push_str(T::CUDA_DECLARATION);

@@ -49,16 +49,18 @@ pub(crate) struct Checks {
     pub vec_len: u64,
 }
 
-/// The first bad index found by each check (`None`: the check passed): offsets, sources, columns.
-pub(crate) type Bad = [Option<u64>; 3];
+/// The first bad index found by each check (`None`: the check passed): offsets, sources,
+/// columns; then the first empty segment (`None`: every segment has a position).
+pub(crate) type Bad = [Option<u64>; 4];
 
-fn spec(geometry: &Geometry, kind: SegItems) -> SegReduceSpec {
+fn spec(geometry: &Geometry, kind: SegItems, codes: bool) -> SegReduceSpec {
     SegReduceSpec {
         items: kind,
         indirect: geometry.sources != 0,
         wide_offsets: geometry.wide_offsets,
         wide_count: geometry.count > u32::MAX as u64,
         empty: geometry.empty,
+        codes,
     }
 }
 
@@ -75,6 +77,7 @@ fn helper_module(
         wide_offsets: geometry.wide_offsets,
         wide_count: false,
         empty: false,
+        codes: false,
     };
     let plain = Load::plain::<u32>();
     gpu.segreduce_module::<u32>(
@@ -96,12 +99,12 @@ pub(crate) fn validate(
 ) -> Result<Bad> {
     let work = geometry.num_segments.max(checks.num_cols);
     if work == 0 {
-        return Ok([None; 3]);
+        return Ok([None; 4]);
     }
     let module = helper_module(gpu, geometry, tuning)?;
     let (f, _) = module.function("mgpu_segreduce_validate");
-    let bad = DeviceMem::alloc(gpu, 24)?;
-    gpu.upload(bad.ptr, &[u64::MAX; 3])?;
+    let bad = DeviceMem::alloc(gpu, 32)?;
+    gpu.upload(bad.ptr, &[u64::MAX; 4])?;
     let block = 256u32;
     let grid = work.div_ceil(block as u64).min(gpu.sm_count as u64 * 8) as u32;
     let strict = checks.strict as i32;
@@ -123,7 +126,7 @@ pub(crate) fn validate(
             &bad.ptr,
         ],
     )?;
-    let mut out = [0u64; 3];
+    let mut out = [0u64; 4];
     gpu.download(bad.ptr, &mut out)?;
     Ok(out.map(|i| (i != u64::MAX).then_some(i)))
 }
@@ -161,17 +164,53 @@ pub(crate) fn partition(
     Ok(Some(limits))
 }
 
+/// A plan's packed heads for the tiles of `limits` (from [`partition`] with the same tuning):
+/// one 32-bit word per thread of each tile and one after them, bit i set where a segment starts
+/// at the thread's item i (kernel_segreduce.cu's `mgpu_segreduce_codes`). For direct geometries
+/// without empty segments; `None` when there are no positions.
+pub(crate) fn codes(
+    gpu: &Arc<Gpu>,
+    geometry: &Geometry,
+    limits: Option<&DeviceMem>,
+    tuning: &Tuning,
+) -> Result<Option<DeviceMem>> {
+    let Some(limits) = limits else {
+        return Ok(None);
+    };
+    debug_assert!(!geometry.empty && geometry.sources == 0);
+    let module = helper_module(gpu, geometry, tuning)?;
+    let (f, _) = module.function("mgpu_segreduce_codes");
+    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+    let codes = DeviceMem::alloc(gpu, (num_tiles * tuning.nt as u64 + 1) as usize * 4)?;
+    launch(
+        gpu,
+        f,
+        u32::try_from(num_tiles).expect("fewer than 2^32 tiles"),
+        tuning.nt,
+        &[
+            &geometry.offsets,
+            &limits.ptr,
+            &geometry.num_segments,
+            &geometry.count,
+            &codes.ptr,
+        ],
+    )?;
+    Ok(Some(codes))
+}
+
 /// Tiles per thread of the spine (kernel_segreduce.cu's MGPU_SPINE_VT): a spine tile takes the
 /// totals of `nt * SPINE_VT` reduction tiles.
 pub(crate) const SPINE_VT: u32 = 8;
 
 /// The segmented reduction of a validated geometry with its tile `limits` (from [`partition`]
-/// with the same tuning): one result per segment to `dest`, the identity for empty segments.
+/// with the same tuning) and, from a plan, its packed heads (from [`codes`]): one result per
+/// segment to `dest`, the identity for empty segments.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce<T: Element>(
     gpu: &Arc<Gpu>,
     geometry: &Geometry,
     limits: Option<&DeviceMem>,
+    codes: Option<&DeviceMem>,
     items: Items<'_>,
     dest: CUdeviceptr,
     op: &Op<T>,
@@ -182,8 +221,9 @@ pub(crate) fn reduce<T: Element>(
         // No positions: every segment is empty.
         return fill(gpu, dest, geometry.num_segments, op.identity());
     };
-    let spec = spec(geometry, items.kind);
+    let spec = spec(geometry, items.kind, codes.is_some());
     let tuning = &spec.tuning(tuning);
+    let codes = codes.map_or(0, |c| c.ptr);
     let module =
         gpu.segreduce_module::<T>(Module::SegReduceTiles, &spec, items.load, op, mul, tuning)?;
     let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
@@ -221,6 +261,7 @@ pub(crate) fn reduce<T: Element>(
             &limits.ptr,
             &geometry.num_segments,
             &geometry.count,
+            &codes,
             &dest,
             &identity,
             &totals,

@@ -31,6 +31,8 @@
 //   MGPU_INDIRECT  segment i's items are at m = sources[i] + (position - offsets[i]), not m =
 //                  position
 //   MGPU_EMPTY     segments may be empty (else the offsets were checked to increase)
+//   MGPU_CODES     the heads come packed from a plan (mgpu_segreduce_codes), not from the offsets:
+//                  direct, non-empty segments only
 //   MGPU_SPINE_VT  tiles per thread of the spine
 //   T the value type, O the offset type (unsigned or u64), C the scan's count type, Op (and Mul).
 // A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs): the tiles and
@@ -59,6 +61,7 @@ typedef unsigned char Mark;
 #endif
 
 static_assert(MGPU_VT <= 32, "a thread's heads and ends are 32-bit masks");
+static_assert(!MGPU_CODES || !MGPU_WIDE_MARKS, "packed heads are for direct, non-empty segments");
 
 // The marks of a tile's positions and of the position after it, in whole 16-byte chunks.
 constexpr int MGPU_HEADS = MGPU_NV + 16 / (int)sizeof(Mark);
@@ -70,10 +73,16 @@ struct SegReduceStorage {
 #if MGPU_SPMV && !MGPU_INDIRECT
   __align__(16) unsigned cols[MGPU_NV];
 #endif
+#if MGPU_CODES
+  // A plan's packed heads of the tile's threads and the word after them; the tile's first segment.
+  unsigned codes[MGPU_NT + 1];
+  O seg_begin;
+#else
   // Per position (and the one after the tile): its mark, or MGPU_NO_MARK (aligned: the marks
   // are cleared 16 bytes a store). Once the tile is reduced, wide marks hold the positions of
   // the staged results by rank.
   __align__(16) Mark heads[MGPU_HEADS];
+#endif
 #if !MGPU_WIDE_MARKS
   unsigned short end_at[MGPU_NV];  // the positions of the staged results by rank
 #endif
@@ -100,60 +109,17 @@ __device__ __forceinline__ void clear_marks(M* marks, M none, int tid) {
     reinterpret_cast<uint4*>(marks)[c] = make_uint4(w, w, w, w);
 }
 
-// The item at data index m.
-__device__ __forceinline__ T load_item(Input values, const T* matrix, const unsigned* cols,
-                                       const T* vec, u64 m) {
-#if MGPU_SPMV == 0
-  return values[m];
-#elif MGPU_SPMV == 1
-  return __ldg(vec + __ldg(cols + m));
-#else
-  return Mul()(__ldg(matrix + m), __ldg(vec + __ldg(cols + m)));
-#endif
-}
-
-#ifdef MGPU_WANT_mgpu_segreduce
-// One CTA per tile. For the spine, tile t leaves totals[t] (its (heads, reduction since its last
-// head) pair), continued[t] (whether its first item continues a segment that ends in the tile)
-// and then leads[t] (the tile's part of that segment).
-extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
-                   const O* offsets, const O* sources, const O* limits, u64 num_segments,
-                   u64 count, T* dest, T identity, SegPair* totals, T* leads,
-                   unsigned char* continued) {
-  __shared__ SegReduceStorage storage;
-  int tid = threadIdx.x;
-  u64 tile = blockIdx.x;
-  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
-  u64 base = tile * MGPU_NV;
-  int n = (int)min((u64)MGPU_NV, count - base);
-  bool last_tile = tile + 1 == num_tiles;
-  const SegPair none{0, identity};
-  // The items' copy is waited for only once the offsets are marked: the two loads overlap.
-#if !MGPU_INDIRECT
-#if MGPU_SPMV == 0
-  load_tile_to_shared_async<false>(values, base, n, values.vector_ok_at(base), identity,
-                                   storage.values, tid);
-#else
-  load_plain_to_shared<unsigned, false>(cols + base, n, storage.cols, tid);
-#if MGPU_SPMV == 2
-  load_plain_to_shared<T, false>(matrix + base, n, storage.values, tid);
-#endif
-#endif
-#endif
-  // The segments starting in the tile (the last tile also takes the empty ones at `count`).
-  u64 seg_begin = limits[tile];
-  u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
-  clear_marks(storage.heads, MGPU_NO_MARK, tid);
-#if MGPU_INDIRECT
-  clear_marks(storage.last_heads, MGPU_NO_SEGMENT, tid);
-#endif
-  if (tid == 0) storage.empties = 0;
-  __syncthreads();
-
-  // Mark the heads: a loop (a tile inside a long segment has no offsets to read) over batches of
-  // MARK_BATCH offsets per thread, loaded before they are used so that their latencies overlap
-  // (a tile of length-1 segments reads NV offsets).
+// Marks in `heads` where the segments [seg_begin, seg_end) start in the tile at `base` (n
+// positions), and position n (see below); with empty segments, writes their identity and sets
+// *empties; for indirect items, the last segment starting at each position in `last_heads`. A
+// loop (a tile inside a long segment has no offsets to read) over batches of MARK_BATCH offsets
+// per thread, loaded before they are used so that their latencies overlap (a tile of length-1
+// segments reads NV offsets). The tile kernel and the plan's codes both mark this way.
+__device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empties,
+                                           const O* offsets, const O* limits, u64 seg_begin,
+                                           u64 seg_end, u64 num_segments, u64 count,
+                                           u64 num_tiles, u64 base, int n, bool last_tile,
+                                           T* dest, T identity, int tid) {
   constexpr int MARK_BATCH = 4;
   for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MARK_BATCH * MGPU_NT) {
     O start[MARK_BATCH];
@@ -183,14 +149,14 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #if MGPU_EMPTY
         if (next[u] == start[u]) {
           dest[k] = identity;  // an empty segment
-          storage.empties = 1;
+          *empties = 1;
         }
         // The first segment starting here (the sentinel could equal a start: ~0, u32 offsets).
         if (k == seg_begin || prev[u] != start[u])
 #endif
-          storage.heads[start[u] - base] = MGPU_MARK(k);
+          heads[start[u] - base] = MGPU_MARK(k);
 #if MGPU_INDIRECT
-        if (next[u] != start[u]) storage.last_heads[start[u] - base] = (O)k;
+        if (next[u] != start[u]) last_heads[start[u] - base] = (O)k;
 #endif
       }
     }
@@ -200,33 +166,128 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   // `num_segments` when none starts at `count` (else the loop marked the first of those).
   if (tid == MGPU_NT - 1) {
     if (last_tile) {
-      if ((u64)limits[num_tiles] == num_segments) storage.heads[n] = MGPU_MARK(num_segments);
+      if ((u64)limits[num_tiles] == num_segments) heads[n] = MGPU_MARK(num_segments);
     } else if (seg_end < num_segments && (u64)offsets[seg_end] == base + n) {
-      storage.heads[n] = MGPU_MARK(seg_end);
+      heads[n] = MGPU_MARK(seg_end);
     }
   }
+}
+
+// The item at data index m.
+__device__ __forceinline__ T load_item(Input values, const T* matrix, const unsigned* cols,
+                                       const T* vec, u64 m) {
+#if MGPU_SPMV == 0
+  return values[m];
+#elif MGPU_SPMV == 1
+  return __ldg(vec + __ldg(cols + m));
+#else
+  return Mul()(__ldg(matrix + m), __ldg(vec + __ldg(cols + m)));
+#endif
+}
+
+#ifdef MGPU_WANT_mgpu_segreduce
+// One CTA per tile. For the spine, tile t leaves totals[t] (its (heads, reduction since its last
+// head) pair), continued[t] (whether its first item continues a segment that ends in the tile)
+// and then leads[t] (the tile's part of that segment).
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
+                   const O* offsets, const O* sources, const O* limits, u64 num_segments,
+                   u64 count, const unsigned* codes, T* dest, T identity, SegPair* totals,
+                   T* leads, unsigned char* continued) {
+  __shared__ SegReduceStorage storage;
+  int tid = threadIdx.x;
+  u64 tile = blockIdx.x;
+  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  u64 base = tile * MGPU_NV;
+  int n = (int)min((u64)MGPU_NV, count - base);
+  bool last_tile = tile + 1 == num_tiles;
+  const SegPair none{0, identity};
+  // The items' copy is waited for only once the offsets are marked: the two loads overlap.
+#if !MGPU_INDIRECT
+#if MGPU_SPMV == 0
+  load_tile_to_shared_async<false>(values, base, n, values.vector_ok_at(base), identity,
+                                   storage.values, tid);
+#else
+  load_plain_to_shared<unsigned, false>(cols + base, n, storage.cols, tid);
+#if MGPU_SPMV == 2
+  load_plain_to_shared<T, false>(matrix + base, n, storage.values, tid);
+#endif
+#endif
+#endif
+#if MGPU_CODES
+  // Copied with the items: nothing is held in registers across the barrier (read into registers
+  // here, they spilled at 56).
+  const unsigned* tile_codes = codes + tile * MGPU_NT;
+  cp_async<4>(storage.codes + tid, tile_codes + tid);
+  if (tid == 0) {
+    cp_async<4>(storage.codes + MGPU_NT, tile_codes + MGPU_NT);
+    cp_async<sizeof(O)>(&storage.seg_begin, limits + tile);
+  }
+#endif
+  int first = tid * MGPU_VT;  // the thread's VT consecutive items (VT odd: conflict-free)
+  // Bit i of a thread's masks: a segment starts at its item i (heads) / ends there (ends: one
+  // starts at item i + 1, or item i is the tile's last and a segment ends with it). head0: the
+  // tile starts a segment; end_last: one ends at its last item. Without empty segments the k-th
+  // end's slot is slot0 + k: results are staged, then stored coalesced.
+  unsigned heads, ends;
+  int head0, end_last;
+  u64 seg_begin;
+  bool staged;
+#if MGPU_CODES
+  // A plan's packed heads (mgpu_segreduce_codes): one word per thread, no offsets, no marks. The
+  // next word's first bit is the head after the thread's last item (the next tile's first, or
+  // the end of the input, which is a head).
+  cp_async_wait_all();
+  __syncthreads();
+  // (Bit by bit, in the marks' form: masked whole, the i32 tile needed 80 registers.)
+  unsigned code = storage.codes[tid];
+  heads = 0;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i)
+    if (first + i < n && ((code >> i) & 1u)) heads |= 1u << i;
+  ends = heads >> 1;
+  if (first < n) {
+    int after = min(first + MGPU_VT, n);  // the position after the thread's last item
+    unsigned at = after - first < MGPU_VT ? code >> (after - first) : storage.codes[tid + 1];
+    if (at & 1u) ends |= 1u << (after - 1 - first);
+  }
+  staged = true;  // head0, end_last and seg_begin are read after the scan
+#else
+  // The segments starting in the tile (the last tile also takes the empty ones at `count`).
+  seg_begin = limits[tile];
+  u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
+  clear_marks(storage.heads, MGPU_NO_MARK, tid);
+#if MGPU_INDIRECT
+  clear_marks(storage.last_heads, MGPU_NO_SEGMENT, tid);
+#endif
+  if (tid == 0) storage.empties = 0;
+  __syncthreads();
+
+  mark_heads(storage.heads,
+#if MGPU_INDIRECT
+             storage.last_heads,
+#else
+             nullptr,
+#endif
+             &storage.empties, offsets, limits, seg_begin, seg_end, num_segments, count,
+             num_tiles, base, n, last_tile, dest, identity, tid);
   cp_async_wait_all();
   __syncthreads();
 
-  // Each thread's VT consecutive items (VT odd: conflict-free), heads and segment ends.
-  int first = tid * MGPU_VT;
-  // Bit i: a segment starts at item i (heads) / ends there (ends: one starts at item i + 1, or
-  // item i is the tile's last and a segment ends with it).
-  unsigned heads = 0;
+  heads = 0;
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i)
     if (first + i < n && storage.heads[first + i] != MGPU_NO_MARK) heads |= 1u << i;
-  unsigned ends = heads >> 1;
+  ends = heads >> 1;
   if (first < n) {
     int after = min(first + MGPU_VT, n);  // the position after the thread's last item
     if (storage.heads[after] != MGPU_NO_MARK) ends |= 1u << (after - 1 - first);
   }
   // Read before the staging below may overwrite the marks.
-  int head0 = storage.heads[0] != MGPU_NO_MARK;  // the tile starts a segment
-  int end_last = storage.heads[n] != MGPU_NO_MARK;
-  // Without empty segments the k-th end's slot is slot0 + k: results are staged, then stored
-  // coalesced. (Uniform: `empties` was set before the last barrier.)
-  bool staged = !storage.empties;
+  head0 = storage.heads[0] != MGPU_NO_MARK;
+  end_last = storage.heads[n] != MGPU_NO_MARK;
+  staged = !storage.empties;  // uniform: set before the last barrier
+#endif
   // The items are read twice from shared memory (before and after the scan), not held in
   // registers across it, as in the scan: fewer registers, more CTAs per SM. SpMV's products and
   // indirect CSR's gathered items are computed once, into the values' slots (each thread's own).
@@ -290,6 +351,11 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   SegPair tile_total;
   SegPair thread_prefix = cta_scan_exclusive(thread_total, SegPlus(), none, tile_total,
                                              storage.scan);
+#if MGPU_CODES
+  head0 = (int)(storage.codes[0] & 1u);
+  end_last = last_tile ? 1 : (int)(storage.codes[MGPU_NT] & 1u);
+  seg_begin = storage.seg_begin;
+#endif
   // The k-th end of the tile follows the heads at positions 1..k; when the tile starts inside a
   // segment (no head at 0), its first end is that segment's, completed by the spine.
   int tile_ends = (int)tile_total.runs - head0 + end_last;
@@ -406,17 +472,55 @@ extern "C" __global__ void mgpu_segreduce_partition(const O* offsets, u64 num_se
 
 #endif
 
+#if defined(MGPU_WANT_mgpu_segreduce_codes) && !MGPU_WIDE_MARKS
+// A plan's packed heads (the seed's preprocessed thread codes), read by mgpu_segreduce with
+// MGPU_CODES in place of the offsets: bit i of codes[t * NT + j] says a segment starts at
+// position t * NV + j * VT + i, the input's end (`count`) counting as a start, and the extra word
+// codes[num_tiles * NT] holds position num_tiles * NV's bit. Direct, non-empty segments (byte
+// marks: the helpers part is always compiled so); one CTA per tile, marking as the tile kernel
+// does.
+extern "C" __global__ void __launch_bounds__(MGPU_NT)
+    mgpu_segreduce_codes(const O* offsets, const O* limits, u64 num_segments, u64 count,
+                         unsigned* codes) {
+  __shared__ __align__(16) Mark heads[MGPU_HEADS];
+  int tid = threadIdx.x;
+  u64 tile = blockIdx.x;
+  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  u64 base = tile * MGPU_NV;
+  int n = (int)min((u64)MGPU_NV, count - base);
+  bool last_tile = tile + 1 == num_tiles;
+  u64 seg_begin = limits[tile];
+  u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
+  clear_marks(heads, MGPU_NO_MARK, tid);
+  __syncthreads();
+  mark_heads(heads, nullptr, nullptr, offsets, limits, seg_begin, seg_end, num_segments, count,
+             num_tiles, base, n, last_tile, nullptr, T(), tid);
+  __syncthreads();
+  int first = tid * MGPU_VT;
+  unsigned code = 0;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i)
+    if (heads[first + i] != MGPU_NO_MARK) code |= 1u << i;
+  codes[tile * MGPU_NT + tid] = code;
+  if (last_tile && tid == 0) codes[num_tiles * MGPU_NT] = n == MGPU_NV;
+}
+#endif
+
 #ifdef MGPU_WANT_mgpu_segreduce_validate
 // Validation: the first bad index of each check to bad[0..3] (atomicMin; the host sets them to
 // ~0): bad[0] offsets (offsets[0] == 0; non-decreasing, or increasing when `strict`; at most
 // `count`, or less when `strict`), bad[1] sources (segment i's items lie in [0, data_len)),
-// bad[2] columns (< vec_len).
+// bad[2] columns (< vec_len); and bad[3], the first empty segment (none when `strict` passes).
+// Empty segments are counted by warp: the lowest of a warp's empties is one atomic, and a thread
+// that has seen one stops looking (its later segments come after it), so many empty segments are
+// no stream of atomics on one address. The next offset is read only where it is needed.
 extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_segments, u64 count,
                                                    int strict, const O* sources, u64 data_len,
                                                    const unsigned* cols, u64 num_cols,
                                                    u64 vec_len, u64* bad) {
   u64 stride = (u64)gridDim.x * blockDim.x;
   u64 end = max(num_segments, num_cols);
+  bool seen_empty = strict;  // strict offsets that pass have no empty segment
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < end; i += stride) {
     if (i < num_segments) {
       u64 start = offsets[i];
@@ -426,11 +530,22 @@ extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_seg
       else ok = start >= (u64)offsets[i - 1];
       ok = ok && (strict ? start < count : start <= count);
       if (!ok) atomicMin(bad, i);
-      if (sources && ok) {
+      if (ok && (sources || !seen_empty)) {
         u64 next = i + 1 < num_segments ? (u64)offsets[i + 1] : count;
-        u64 len = next > start ? next - start : 0;
-        u64 source = sources[i];
-        if (source > data_len || len > data_len - source) atomicMin(bad + 1, i);
+        if (sources) {
+          u64 len = next > start ? next - start : 0;
+          u64 source = sources[i];
+          if (source > data_len || len > data_len - source) atomicMin(bad + 1, i);
+        }
+        if (!seen_empty) {
+          bool empty = next == start;
+          unsigned lanes = __activemask();
+          unsigned empties = __ballot_sync(lanes, empty);
+          if (empty) {
+            seen_empty = true;
+            if ((empties & ((1u << (threadIdx.x % MGPU_WARP)) - 1)) == 0) atomicMin(bad + 3, i);
+          }
+        }
       }
     }
     if (i < num_cols && cols[i] >= vec_len) atomicMin(bad + 2, i);
