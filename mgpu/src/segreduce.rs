@@ -213,7 +213,9 @@ fn column_error(name: &str, i: usize, col: u32, x_len: usize) -> crate::Error {
 
 /// A segment geometry checked and partitioned once, for reducing many value arrays of `T` (and
 /// operators) with [`Context::segreduce_apply`]: Modern GPU's SegReduceCsrPreprocess. It borrows
-/// the offsets, which cannot change while it lives.
+/// the offsets, which cannot change while it lives. On the GPU it keeps the tile partition and,
+/// when no segment is empty, the segment heads packed one 32-bit word per thread (about 4 bytes
+/// per 23 positions for 4-byte values), so that an apply reads neither the offsets nor marks them.
 ///
 /// ```
 /// use mgpu::{Context, Op};
