@@ -109,8 +109,26 @@ __device__ __forceinline__ void clear_marks(M* marks, M none, int tid) {
     reinterpret_cast<uint4*>(marks)[c] = make_uint4(w, w, w, w);
 }
 
-// Marks in `heads` where the segments [seg_begin, seg_end) start in the tile at `base` (n
-// positions), and position n (see below); with empty segments, writes their identity and sets
+// This CTA's tile of the position space: NV positions from `base`, `n` of them (fewer in the
+// last tile).
+struct SegTile {
+  u64 index, num_tiles, base;
+  int n;
+  bool last;
+};
+
+__device__ __forceinline__ SegTile seg_tile(u64 count) {
+  SegTile at;
+  at.index = blockIdx.x;
+  at.num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  at.base = at.index * MGPU_NV;
+  at.n = (int)min((u64)MGPU_NV, count - at.base);
+  at.last = at.index + 1 == at.num_tiles;
+  return at;
+}
+
+// Marks in `heads` where the segments [seg_begin, seg_end) start in the tile `at`, and position
+// at.n (see below); with empty segments, writes their identity and sets
 // *empties; for indirect items, the last segment starting at each position in `last_heads`. A
 // loop (a tile inside a long segment has no offsets to read) over batches of MARK_BATCH offsets
 // per thread, loaded before they are used so that their latencies overlap (a tile of length-1
@@ -118,8 +136,8 @@ __device__ __forceinline__ void clear_marks(M* marks, M none, int tid) {
 __device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empties,
                                            const O* offsets, const O* limits, u64 seg_begin,
                                            u64 seg_end, u64 num_segments, u64 count,
-                                           u64 num_tiles, u64 base, int n, bool last_tile,
-                                           T* dest, T identity, int tid) {
+                                           const SegTile& at, T* dest, T identity, int tid) {
+  u64 base = at.base;
   constexpr int MARK_BATCH = 4;
   for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MARK_BATCH * MGPU_NT) {
     O start[MARK_BATCH];
@@ -165,10 +183,10 @@ __device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empt
   // the tile's last item is found like any other. At the input's end, a virtual segment
   // `num_segments` when none starts at `count` (else the loop marked the first of those).
   if (tid == MGPU_NT - 1) {
-    if (last_tile) {
-      if ((u64)limits[num_tiles] == num_segments) heads[n] = MGPU_MARK(num_segments);
-    } else if (seg_end < num_segments && (u64)offsets[seg_end] == base + n) {
-      heads[n] = MGPU_MARK(seg_end);
+    if (at.last) {
+      if ((u64)limits[at.num_tiles] == num_segments) heads[at.n] = MGPU_MARK(num_segments);
+    } else if (seg_end < num_segments && (u64)offsets[seg_end] == base + at.n) {
+      heads[at.n] = MGPU_MARK(seg_end);
     }
   }
 }
@@ -196,11 +214,10 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
                    T* leads, unsigned char* continued) {
   __shared__ SegReduceStorage storage;
   int tid = threadIdx.x;
-  u64 tile = blockIdx.x;
-  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
-  u64 base = tile * MGPU_NV;
-  int n = (int)min((u64)MGPU_NV, count - base);
-  bool last_tile = tile + 1 == num_tiles;
+  const SegTile at = seg_tile(count);
+  u64 tile = at.index, base = at.base;
+  int n = at.n;
+  bool last_tile = at.last;
   const SegPair none{0, identity};
   // The items' copy is waited for only once the offsets are marked: the two loads overlap.
 #if !MGPU_INDIRECT
@@ -269,8 +286,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #else
              nullptr,
 #endif
-             &storage.empties, offsets, limits, seg_begin, seg_end, num_segments, count,
-             num_tiles, base, n, last_tile, dest, identity, tid);
+             &storage.empties, offsets, limits, seg_begin, seg_end, num_segments, count, at,
+             dest, identity, tid);
   cp_async_wait_all();
   __syncthreads();
 
@@ -484,25 +501,21 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
                          unsigned* codes) {
   __shared__ __align__(16) Mark heads[MGPU_HEADS];
   int tid = threadIdx.x;
-  u64 tile = blockIdx.x;
-  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
-  u64 base = tile * MGPU_NV;
-  int n = (int)min((u64)MGPU_NV, count - base);
-  bool last_tile = tile + 1 == num_tiles;
-  u64 seg_begin = limits[tile];
-  u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
+  const SegTile at = seg_tile(count);
+  u64 seg_begin = limits[at.index];
+  u64 seg_end = at.last ? num_segments : (u64)limits[at.index + 1];
   clear_marks(heads, MGPU_NO_MARK, tid);
   __syncthreads();
   mark_heads(heads, nullptr, nullptr, offsets, limits, seg_begin, seg_end, num_segments, count,
-             num_tiles, base, n, last_tile, nullptr, T(), tid);
+             at, nullptr, T(), tid);
   __syncthreads();
   int first = tid * MGPU_VT;
   unsigned code = 0;
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i)
     if (heads[first + i] != MGPU_NO_MARK) code |= 1u << i;
-  codes[tile * MGPU_NT + tid] = code;
-  if (last_tile && tid == 0) codes[num_tiles * MGPU_NT] = n == MGPU_NV;
+  codes[at.index * MGPU_NT + tid] = code;
+  if (at.last && tid == 0) codes[at.num_tiles * MGPU_NT] = at.n == MGPU_NV;
 }
 #endif
 
