@@ -101,8 +101,8 @@ struct Segments<'a, O: Offset> {
 }
 
 /// What a plan keeps on the GPU (nothing on the CPU or without positions): the tile limits and,
-/// where no segment is empty, the packed heads (the seed's thread codes), with which an apply
-/// reads one word per thread of a tile instead of the offsets and their marks.
+/// where no segment is empty, the packed heads (the seed's thread codes), which an apply copies
+/// with its items instead of reading the offsets and setting the heads from them.
 #[derive(Default)]
 struct Prepared {
     limits: Option<DeviceMem>,
@@ -215,7 +215,7 @@ fn column_error(name: &str, i: usize, col: u32, x_len: usize) -> crate::Error {
 /// operators) with [`Context::segreduce_apply`]: Modern GPU's SegReduceCsrPreprocess. It borrows
 /// the offsets, which cannot change while it lives. On the GPU it keeps the tile partition and,
 /// when no segment is empty, the segment heads packed one 32-bit word per thread (about 4 bytes
-/// per 23 positions for 4-byte values), so that an apply reads neither the offsets nor marks them.
+/// per 23 positions for 4-byte values), so that an apply does not read the offsets.
 ///
 /// ```
 /// use mgpu::{Context, Op};
@@ -320,6 +320,95 @@ fn device_ptr<X: Element>(v: &View<'_, X>) -> u64 {
     v.at.device().expect("checked to be on the GPU").1
 }
 
+/// The kernel names segments in the offsets' type, ~0 meaning none.
+fn check_offset_type<O: Offset>(name: &str, segs: &Segments<'_, O>) -> Result<()> {
+    if std::mem::size_of::<O>() == 4 && segs.offsets.len() as u64 >= u32::MAX as u64 {
+        return invalid(format!(
+            "{name}: {} segments with u32 offsets; at most 2^32 - 2 are supported: use u64 \
+             offsets",
+            segs.offsets.len()
+        ));
+    }
+    Ok(())
+}
+
+/// What the GPU's validation checks besides the offsets (see `Context::check_segments`).
+fn gpu_checks<O: Offset>(
+    segs: &Segments<'_, O>,
+    data_len: usize,
+    cols: Option<&View<'_, u32>>,
+    x_len: usize,
+) -> Checks {
+    Checks {
+        strict: !segs.support_empty,
+        data_len: data_len as u64,
+        cols: cols.map_or(0, device_ptr),
+        num_cols: cols.map_or(0, |c| c.len() as u64),
+        vec_len: x_len as u64,
+    }
+}
+
+/// The GPU validation's findings as `check_segments` returns them: the error for the first bad
+/// index (reading the values at fault back), else whether some segment is empty.
+fn validation_result<O: Offset>(
+    gpu: &crate::cuda::Gpu,
+    name: &str,
+    segs: &Segments<'_, O>,
+    bad: device::Bad,
+    data_len: usize,
+    cols: Option<&View<'_, u32>>,
+    x_len: usize,
+) -> Result<bool> {
+    let (strict, count) = (!segs.support_empty, segs.count as u64);
+    let read = |v: &View<'_, O>, i: usize| -> Result<u64> {
+        let mut x = [O::ZERO];
+        gpu.download(
+            device_ptr(v) + (i * std::mem::size_of::<O>()) as u64,
+            &mut x,
+        )?;
+        Ok(x[0].to_u64())
+    };
+    if let Some(i) = bad[0] {
+        let i = i as usize;
+        let prev = if i > 0 {
+            Some(read(&segs.offsets, i - 1)?)
+        } else {
+            None
+        };
+        return Err(offset_error(
+            name,
+            i,
+            prev,
+            read(&segs.offsets, i)?,
+            count,
+            strict,
+        ));
+    }
+    if let (Some(i), Some(sources)) = (bad[1], &segs.sources) {
+        let i = i as usize;
+        let start = read(&segs.offsets, i)?;
+        let next = if i + 1 < segs.offsets.len() {
+            read(&segs.offsets, i + 1)?
+        } else {
+            count
+        };
+        return Err(source_error(
+            name,
+            i,
+            read(sources, i)?,
+            next - start,
+            data_len,
+        ));
+    }
+    if let (Some(i), Some(cols)) = (bad[2], cols) {
+        let i = i as usize;
+        let mut c = [0u32];
+        gpu.download(device_ptr(cols) + 4 * i as u64, &mut c)?;
+        return Err(column_error(name, i, c[0], x_len));
+    }
+    Ok(bad[3].is_some())
+}
+
 impl Context {
     /// Validates a geometry (and sources, columns); returns the error for the first bad index,
     /// else whether some segment is empty. `data_len`: what sources index (the values, or the
@@ -335,14 +424,7 @@ impl Context {
     ) -> Result<bool> {
         let strict = !segs.support_empty;
         let count = segs.count as u64;
-        // The kernel names segments in the offsets' type, ~0 meaning none.
-        if std::mem::size_of::<O>() == 4 && segs.offsets.len() as u64 >= u32::MAX as u64 {
-            return invalid(format!(
-                "{name}: {} segments with u32 offsets; at most 2^32 - 2 are supported: use u64 \
-                 offsets",
-                segs.offsets.len()
-            ));
-        }
+        check_offset_type(name, segs)?;
         match &self.backend {
             Backend::Cpu => {
                 let offsets: Vec<u64> = host(&segs.offsets).iter().map(|o| o.to_u64()).collect();
@@ -370,65 +452,14 @@ impl Context {
                 Ok(!strict && offsets.iter().zip(ends).any(|(&start, end)| start == end))
             }
             Backend::Cuda(gpu) => {
-                let geometry = geometry(segs);
-                let checks = Checks {
-                    strict,
-                    data_len: data_len as u64,
-                    cols: cols.map_or(0, device_ptr),
-                    num_cols: cols.map_or(0, |c| c.len() as u64),
-                    vec_len: x_len as u64,
-                };
+                let checks = gpu_checks(segs, data_len, cols, x_len);
                 let mut homes = homes_of(segs);
                 homes.extend(cols.and_then(|c| c.at.device()).map(|d| d.0));
-                let bad =
-                    gpu.ordered(&homes, || device::validate(gpu, &geometry, &checks, tuning))?;
-                let read = |v: &View<'_, O>, i: usize| -> Result<u64> {
-                    let mut x = [O::ZERO];
-                    gpu.download(
-                        device_ptr(v) + (i * std::mem::size_of::<O>()) as u64,
-                        &mut x,
-                    )?;
-                    Ok(x[0].to_u64())
-                };
-                if let Some(i) = bad[0] {
-                    let i = i as usize;
-                    let prev = if i > 0 {
-                        Some(read(&segs.offsets, i - 1)?)
-                    } else {
-                        None
-                    };
-                    return Err(offset_error(
-                        name,
-                        i,
-                        prev,
-                        read(&segs.offsets, i)?,
-                        count,
-                        strict,
-                    ));
-                }
-                if let (Some(i), Some(sources)) = (bad[1], &segs.sources) {
-                    let i = i as usize;
-                    let start = read(&segs.offsets, i)?;
-                    let next = if i + 1 < segs.offsets.len() {
-                        read(&segs.offsets, i + 1)?
-                    } else {
-                        count
-                    };
-                    return Err(source_error(
-                        name,
-                        i,
-                        read(sources, i)?,
-                        next - start,
-                        data_len,
-                    ));
-                }
-                if let (Some(i), Some(cols)) = (bad[2], cols) {
-                    let i = i as usize;
-                    let mut c = [0u32];
-                    gpu.download(device_ptr(cols) + 4 * i as u64, &mut c)?;
-                    return Err(column_error(name, i, c[0], x_len));
-                }
-                Ok(bad[3].is_some())
+                let bad = gpu.ordered(&homes, || {
+                    let bad = device::launch_validation(gpu, &geometry(segs), &checks, tuning)?;
+                    device::read_validation(gpu, bad.as_ref())
+                })?;
+                validation_result(gpu, name, segs, bad, data_len, cols, x_len)
             }
         }
     }
@@ -473,13 +504,21 @@ impl Context {
             Some((_, t)) => *t,
             None => seg_tuning::<T, O>(self, items.kind(), segs.sources.is_some())?,
         };
-        if plan.is_none() {
-            let (cols, x_len) = match &items {
-                ItemSource::Spmv { cols, x, .. } => (Some(cols), x.len()),
-                ItemSource::Values(_) => (None, 0),
-            };
+        let (cols, x_len) = match &items {
+            ItemSource::Spmv { cols, x, .. } => (Some(*cols), x.len()),
+            ItemSource::Values(_) => (None, 0),
+        };
+        // A strict one-shot on the GPU queues its validation before the reduction, whose kernels
+        // honour it, and reads it back at the end: one wait for the GPU, not two. With
+        // `support_empty` the validation runs first: it chooses the kernel for non-empty
+        // segments when there is no empty one.
+        let deferred = plan.is_none() && !segs.support_empty && self.gpu().is_some();
+        if plan.is_none() && !deferred {
             segs.support_empty =
-                self.check_segments(name, &segs, items.data_len(), cols, x_len, &tuning)?;
+                self.check_segments(name, &segs, items.data_len(), cols.as_ref(), x_len, &tuning)?;
+        }
+        if deferred {
+            check_offset_type(name, &segs)?;
         }
         match &self.backend {
             Backend::Cpu => {
@@ -490,7 +529,7 @@ impl Context {
             Backend::Cuda(gpu) => {
                 let geometry = geometry(&segs);
                 let plain = Load::plain::<T>();
-                let (kind, (input, load), matrix, cols, vec, mul) = match &items {
+                let (kind, (input, load), matrix, col_ptr, vec, mul) = match &items {
                     ItemSource::Values(v) => {
                         let (arg, load, _) = v.device();
                         (SegItems::Values, (arg, load), 0, 0, 0, None)
@@ -525,7 +564,13 @@ impl Context {
                 {
                     homes.push(&limits.gpu);
                 }
-                gpu.ordered(&homes, || {
+                let bad = gpu.ordered(&homes, || {
+                    let bad = if deferred {
+                        let checks = gpu_checks(&segs, items.data_len(), cols.as_ref(), x_len);
+                        device::launch_validation(gpu, &geometry, &checks, &tuning)?
+                    } else {
+                        None
+                    };
                     let owned;
                     let (limits, codes) = match plan {
                         Some((prepared, _)) => (prepared.limits.as_ref(), prepared.codes.as_ref()),
@@ -539,11 +584,36 @@ impl Context {
                         input,
                         load,
                         matrix,
-                        cols,
+                        cols: col_ptr,
                         vec,
                     };
-                    device::reduce(gpu, &geometry, limits, codes, items, dest, op, mul, &tuning)
-                })
+                    device::reduce(
+                        gpu,
+                        &geometry,
+                        limits,
+                        codes,
+                        bad.as_ref(),
+                        items,
+                        dest,
+                        op,
+                        mul,
+                        &tuning,
+                    )?;
+                    Ok(bad)
+                })?;
+                if deferred {
+                    let found = device::read_validation(gpu, bad.as_ref())?;
+                    validation_result(
+                        gpu,
+                        name,
+                        &segs,
+                        found,
+                        items.data_len(),
+                        cols.as_ref(),
+                        x_len,
+                    )?;
+                }
+                Ok(())
             }
         }
     }

@@ -36,12 +36,18 @@ impl Gpu {
 
     /// Zeroes `bytes` at `ptr`, which must lie inside one live allocation of this context.
     pub(crate) fn memset_zero(&self, ptr: sys::CUdeviceptr, bytes: usize) -> Result<()> {
+        self.memset(ptr, 0, bytes)
+    }
+
+    /// Sets `bytes` at `ptr` (inside one live allocation of this context) to `byte`, on the
+    /// stream.
+    pub(crate) fn memset(&self, ptr: sys::CUdeviceptr, byte: u8, bytes: usize) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }
         // SAFETY: the callers pass a range inside a live allocation (checked by DeviceMem, or the
         // look-back scratch's own allocation of at least `bytes`).
-        unsafe { result::memset_d8_async(ptr, 0, bytes, self.stream.cu_stream()) }
+        unsafe { result::memset_d8_async(ptr, byte, bytes, self.stream.cu_stream()) }
             .map_err(driver("memset"))
     }
 }

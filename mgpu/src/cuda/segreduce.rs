@@ -90,21 +90,23 @@ fn helper_module(
     )
 }
 
-/// Checks the geometry (and sources, columns) on the GPU; waits for the one small read-back.
-pub(crate) fn validate(
+/// Queues the checks of the geometry (and sources, columns) on the GPU; their findings stay on
+/// the device (`None`: nothing to check) for [`reduce`] to honour and [`read_validation`] to
+/// return, so that a one-shot call waits for the GPU once, after its last launch.
+pub(crate) fn launch_validation(
     gpu: &Arc<Gpu>,
     geometry: &Geometry,
     checks: &Checks,
     tuning: &Tuning,
-) -> Result<Bad> {
+) -> Result<Option<DeviceMem>> {
     let work = geometry.num_segments.max(checks.num_cols);
     if work == 0 {
-        return Ok([None; 4]);
+        return Ok(None);
     }
     let module = helper_module(gpu, geometry, tuning)?;
     let (f, _) = module.function("mgpu_segreduce_validate");
     let bad = DeviceMem::alloc(gpu, 32)?;
-    gpu.upload(bad.ptr, &[u64::MAX; 4])?;
+    gpu.memset(bad.ptr, 0xff, 32)?; // no bad index yet
     let block = 256u32;
     let grid = work.div_ceil(block as u64).min(gpu.sm_count as u64 * 8) as u32;
     let strict = checks.strict as i32;
@@ -126,6 +128,14 @@ pub(crate) fn validate(
             &bad.ptr,
         ],
     )?;
+    Ok(Some(bad))
+}
+
+/// The findings of [`launch_validation`]: the one small read-back (it waits for the stream).
+pub(crate) fn read_validation(gpu: &Gpu, bad: Option<&DeviceMem>) -> Result<Bad> {
+    let Some(bad) = bad else {
+        return Ok([None; 4]);
+    };
     let mut out = [0u64; 4];
     gpu.download(bad.ptr, &mut out)?;
     Ok(out.map(|i| (i != u64::MAX).then_some(i)))
@@ -202,15 +212,18 @@ pub(crate) fn codes(
 /// totals of `nt * SPINE_VT` reduction tiles.
 pub(crate) const SPINE_VT: u32 = 8;
 
-/// The segmented reduction of a validated geometry with its tile `limits` (from [`partition`]
-/// with the same tuning) and, from a plan, its packed heads (from [`codes`]): one result per
-/// segment to `dest`, the identity for empty segments.
+/// The segmented reduction of a geometry with its tile `limits` (from [`partition`] with the
+/// same tuning) and, from a plan, its packed heads (from [`codes`]): one result per segment to
+/// `dest`, the identity for empty segments. The geometry was validated, or its validation is
+/// queued before (`bad`, from [`launch_validation`]): where that finds a bad index, the kernels
+/// write nothing.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce<T: Element>(
     gpu: &Arc<Gpu>,
     geometry: &Geometry,
     limits: Option<&DeviceMem>,
     codes: Option<&DeviceMem>,
+    bad: Option<&DeviceMem>,
     items: Items<'_>,
     dest: CUdeviceptr,
     op: &Op<T>,
@@ -218,9 +231,14 @@ pub(crate) fn reduce<T: Element>(
     tuning: &Tuning,
 ) -> Result<()> {
     let Some(limits) = limits else {
-        // No positions: every segment is empty.
+        // No positions: every segment is empty (a strict geometry, then, has none; and the
+        // fill waits for validation's verdict).
+        if geometry.num_segments == 0 || read_validation(gpu, bad)?.iter().any(|b| b.is_some()) {
+            return Ok(());
+        }
         return fill(gpu, dest, geometry.num_segments, op.identity());
     };
+    let bad = bad.map_or(0, |b| b.ptr);
     let spec = spec(geometry, items.kind, codes.is_some());
     let tuning = &spec.tuning(tuning);
     let codes = codes.map_or(0, |c| c.ptr);
@@ -262,6 +280,7 @@ pub(crate) fn reduce<T: Element>(
             &geometry.num_segments,
             &geometry.count,
             &codes,
+            &bad,
             &dest,
             &identity,
             &totals,
@@ -292,6 +311,7 @@ pub(crate) fn reduce<T: Element>(
                     &continued,
                     &limits.ptr,
                     &num_tiles,
+                    &bad,
                     &dest,
                     &identity,
                     &tickets,

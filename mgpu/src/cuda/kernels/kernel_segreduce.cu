@@ -8,11 +8,13 @@
 // that start in it.
 //
 // In the tile (the seed's CSR -> COO flattening): each of the tile's offsets marks its start
-// position in shared memory (a head; see Mark). Empty segments start where the next one starts:
-// they take the identity then and there (no CSR2 prepass), and a tile with many of them only
-// reads more offsets. Each thread then reduces its VT items sequentially, resetting at heads; a
-// segment ends at the item before a head or at the tile's last item. The (runs, value) segmented
-// scan of segscan.cuh carries partial reductions across the CTA's threads.
+// position in shared memory (a head: a bit of the seed's packed thread codes, or with empty
+// segments a Mark; see MGPU_WIDE_MARKS). Empty segments start where the next one starts: they
+// take the identity then and there (no CSR2 prepass), and a tile with many of them only reads
+// more offsets. Each thread then reduces its VT items sequentially in one pass, resetting at
+// heads and leaving at each end (the item before a head, or the tile's last) the part of the
+// segment ending there; the (runs, value) segmented scan of segscan.cuh carries partial
+// reductions across the CTA's threads into each thread's first end.
 //
 // Across tiles: a tile's results need no earlier tile, except the first result of a tile that
 // does not start with a head, the end of a segment begun in an earlier tile. The tile writes
@@ -21,9 +23,14 @@
 // that first result's tile-local part (its lead) to the spine, which scans the tiles' totals
 // through the decoupled look-back of lookback.cuh and completes those results. So no tile waits
 // for another: the tile kernel runs one CTA per tile at full occupancy with two barriers and two
-// dependent loads (its limits, then its offsets, overlapping the items' copy) before its work,
-// where a look-back in the tile kernel made every tile wait on its predecessors (BENCHMARKS.md).
-// Operand order is kept everywhere (the lead follows the carry), so the operator need not commute.
+// dependent loads (its limits, then its offsets, overlapping the items' copy) before its work
+// (a plan's codes: one copy with the items, one barrier), where a look-back in the tile kernel
+// made every tile wait on its predecessors (BENCHMARKS.md). Operand order is kept everywhere
+// (the lead follows the carry), so the operator need not commute.
+//
+// Validation (mgpu_segreduce_validate) runs on the same stream before a one-shot reduction, and
+// the host reads its findings back once, after every launch: the tile and spine kernels write
+// nothing when it found a bad index (seg_rejected), and read nothing it did not check.
 //
 // Defines from the host (cuda/segreduce.rs):
 //   MGPU_SPMV      0: the items are the values (`Input`, mapped or plain); 1: vec[cols[m]] (unary
@@ -45,26 +52,23 @@ typedef RunPlusOf<C, T, Op> SegPlus;
 // No segment starts at this position.
 #define MGPU_NO_SEGMENT (~(O)0)
 
-// A position's mark. Where segments may be empty (or items are indirect) a head's mark is the
-// index of the first segment starting there, which gives the slot of the segment ending before
-// it; otherwise the k-th end's slot follows from k, and a mark is a byte: a quarter of the shared
-// memory to clear and read per tile.
+// How a tile knows where segments start. Where they may be empty (or items are indirect), each
+// start position is marked in shared memory with the index of the first segment starting there
+// (a Mark), which gives the slot of the segment ending before it. Otherwise the k-th end's slot
+// follows from k, and the heads are bits, the seed's packed thread codes: bit i of word j says a
+// segment starts at the tile's position j * VT + i (word NT: at the next tile's first position;
+// the input's end counts as a start). A plan keeps them (mgpu_segreduce_codes); a one-shot tile
+// sets them from the offsets (mark_codes). A thread reads one word and the next.
 #define MGPU_WIDE_MARKS (MGPU_EMPTY || MGPU_INDIRECT)
 #if MGPU_WIDE_MARKS
 typedef O Mark;
 #define MGPU_NO_MARK MGPU_NO_SEGMENT
-#define MGPU_MARK(k) ((Mark)(k))
-#else
-typedef unsigned char Mark;
-#define MGPU_NO_MARK ((Mark)0)
-#define MGPU_MARK(k) ((Mark)1)
+// The marks of a tile's positions and of the position after it, in whole 16-byte chunks.
+constexpr int MGPU_HEADS = MGPU_NV + 16 / (int)sizeof(Mark);
 #endif
 
 static_assert(MGPU_VT <= 32, "a thread's heads and ends are 32-bit masks");
 static_assert(!MGPU_CODES || !MGPU_WIDE_MARKS, "packed heads are for direct, non-empty segments");
-
-// The marks of a tile's positions and of the position after it, in whole 16-byte chunks.
-constexpr int MGPU_HEADS = MGPU_NV + 16 / (int)sizeof(Mark);
 
 struct SegReduceStorage {
   // The tile's items in strided order (the matrix values for binary SpMV); once every thread holds
@@ -73,15 +77,16 @@ struct SegReduceStorage {
 #if MGPU_SPMV && !MGPU_INDIRECT
   __align__(16) unsigned cols[MGPU_NV];
 #endif
-#if MGPU_CODES
-  // A plan's packed heads of the tile's threads and the word after them; the tile's first segment.
+#if MGPU_WIDE_MARKS
+  // Per position (and the one after the tile): its mark, or MGPU_NO_MARK (aligned: the marks
+  // are cleared 16 bytes a store). Once the tile is reduced, they hold the positions of the
+  // staged results by rank.
+  __align__(16) Mark heads[MGPU_HEADS];
+#else
+  // The packed heads of the tile's threads and the word after them (see SegCodes), from a plan
+  // or set from the offsets; the tile's first segment.
   unsigned codes[MGPU_NT + 1];
   O seg_begin;
-#else
-  // Per position (and the one after the tile): its mark, or MGPU_NO_MARK (aligned: the marks
-  // are cleared 16 bytes a store). Once the tile is reduced, wide marks hold the positions of
-  // the staged results by rank.
-  __align__(16) Mark heads[MGPU_HEADS];
 #endif
 #if !MGPU_WIDE_MARKS
   unsigned short end_at[MGPU_NV];  // the positions of the staged results by rank
@@ -92,7 +97,9 @@ struct SegReduceStorage {
   CtaScanStorageOf<O> seg_scan;
 #endif
   CtaScanStorageOf<SegPair> scan;
+#if MGPU_WIDE_MARKS
   int empties;  // an empty segment starts in the tile
+#endif
 };
 
 struct SegMax {
@@ -127,41 +134,37 @@ __device__ __forceinline__ SegTile seg_tile(u64 count) {
   return at;
 }
 
+// Offsets per thread that a marking loop loads before it uses them, so that their latencies
+// overlap (a tile of length-1 segments reads NV offsets; one inside a long segment, none).
+constexpr int MGPU_MARK_BATCH = 4;
+
+#if MGPU_WIDE_MARKS
 // Marks in `heads` where the segments [seg_begin, seg_end) start in the tile `at`, and position
-// at.n (see below); with empty segments, writes their identity and sets
-// *empties; for indirect items, the last segment starting at each position in `last_heads`. A
-// loop (a tile inside a long segment has no offsets to read) over batches of MARK_BATCH offsets
-// per thread, loaded before they are used so that their latencies overlap (a tile of length-1
-// segments reads NV offsets). The tile kernel and the plan's codes both mark this way.
+// at.n (see below); with empty segments, writes their identity and sets *empties; for indirect
+// items, the last segment starting at each position in `last_heads`.
 __device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empties,
                                            const O* offsets, const O* limits, u64 seg_begin,
                                            u64 seg_end, u64 num_segments, u64 count,
                                            const SegTile& at, T* dest, T identity, int tid) {
   u64 base = at.base;
-  constexpr int MARK_BATCH = 4;
-  for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MARK_BATCH * MGPU_NT) {
-    O start[MARK_BATCH];
-#if MGPU_EMPTY || MGPU_INDIRECT
-    O next[MARK_BATCH];
-#endif
+  for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MGPU_MARK_BATCH * MGPU_NT) {
+    O start[MGPU_MARK_BATCH], next[MGPU_MARK_BATCH];
 #if MGPU_EMPTY
-    O prev[MARK_BATCH];
+    O prev[MGPU_MARK_BATCH];
 #endif
 #pragma unroll
-    for (int u = 0; u < MARK_BATCH; ++u) {
+    for (int u = 0; u < MGPU_MARK_BATCH; ++u) {
       u64 k = k0 + u * MGPU_NT;
       if (k < seg_end) {
         start[u] = offsets[k];
-#if MGPU_EMPTY || MGPU_INDIRECT
         next[u] = k + 1 < num_segments ? offsets[k + 1] : (O)count;
-#endif
 #if MGPU_EMPTY
         prev[u] = k > seg_begin ? offsets[k - 1] : MGPU_NO_SEGMENT;
 #endif
       }
     }
 #pragma unroll
-    for (int u = 0; u < MARK_BATCH; ++u) {
+    for (int u = 0; u < MGPU_MARK_BATCH; ++u) {
       u64 k = k0 + u * MGPU_NT;
       if (k < seg_end) {
 #if MGPU_EMPTY
@@ -172,7 +175,7 @@ __device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empt
         // The first segment starting here (the sentinel could equal a start: ~0, u32 offsets).
         if (k == seg_begin || prev[u] != start[u])
 #endif
-          heads[start[u] - base] = MGPU_MARK(k);
+          heads[start[u] - base] = (Mark)k;
 #if MGPU_INDIRECT
         if (next[u] != start[u]) last_heads[start[u] - base] = (O)k;
 #endif
@@ -184,11 +187,48 @@ __device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empt
   // `num_segments` when none starts at `count` (else the loop marked the first of those).
   if (tid == MGPU_NT - 1) {
     if (at.last) {
-      if ((u64)limits[at.num_tiles] == num_segments) heads[at.n] = MGPU_MARK(num_segments);
+      if ((u64)limits[at.num_tiles] == num_segments) heads[at.n] = (Mark)num_segments;
     } else if (seg_end < num_segments && (u64)offsets[seg_end] == base + at.n) {
-      heads[at.n] = MGPU_MARK(seg_end);
+      heads[at.n] = (Mark)seg_end;
     }
   }
+}
+#else
+// Sets in `codes` (the tile's NT + 1 words, cleared) the bits of the segments [seg_begin,
+// seg_end) that start in the tile `at`, and of position at.n: the next tile's first position if
+// a segment starts there, or in the last tile the input's end. Segments are non-empty and
+// direct. (Neighbouring segments share a word: a short segment's bit is set by atomicOr.)
+__device__ __forceinline__ void mark_codes(unsigned* codes, const O* offsets, u64 seg_begin,
+                                           u64 seg_end, u64 num_segments, const SegTile& at,
+                                           int tid) {
+  auto set = [&](int position) {
+    int word = position / MGPU_VT;
+    atomicOr(codes + word, 1u << (position - word * MGPU_VT));
+  };
+  for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MGPU_MARK_BATCH * MGPU_NT) {
+    O start[MGPU_MARK_BATCH];
+#pragma unroll
+    for (int u = 0; u < MGPU_MARK_BATCH; ++u) {
+      u64 k = k0 + u * MGPU_NT;
+      if (k < seg_end) start[u] = offsets[k];
+    }
+#pragma unroll
+    for (int u = 0; u < MGPU_MARK_BATCH; ++u)
+      if (k0 + u * MGPU_NT < seg_end) set((int)(start[u] - at.base));
+  }
+  if (tid == MGPU_NT - 1) {
+    if (at.last) set(at.n);
+    else if (seg_end < num_segments && (u64)offsets[seg_end] == at.base + MGPU_NV) set(MGPU_NV);
+  }
+}
+#endif
+
+// A one-shot call's validation (mgpu_segreduce_validate, queued before the reduction) found a bad
+// offset, source or column: bad[0..2], ~0 where none (null: a plan's geometry, checked when it
+// was made). The reduction then writes nothing and reads nothing the checks did not cover, so the
+// host reads validation's result back once, after every launch, instead of waiting for it first.
+__device__ __forceinline__ bool seg_rejected(const u64* bad) {
+  return bad && (bad[0] & bad[1] & bad[2]) != ~0ull;
 }
 
 // The item at data index m.
@@ -210,8 +250,8 @@ __device__ __forceinline__ T load_item(Input values, const T* matrix, const unsi
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
                    const O* offsets, const O* sources, const O* limits, u64 num_segments,
-                   u64 count, const unsigned* codes, T* dest, T identity, SegPair* totals,
-                   T* leads, unsigned char* continued) {
+                   u64 count, const unsigned* codes, const u64* bad, T* dest, T identity,
+                   SegPair* totals, T* leads, unsigned char* continued) {
   __shared__ SegReduceStorage storage;
   int tid = threadIdx.x;
   const SegTile at = seg_tile(count);
@@ -219,7 +259,14 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   int n = at.n;
   bool last_tile = at.last;
   const SegPair none{0, identity};
-  // The items' copy is waited for only once the offsets are marked: the two loads overlap.
+#if !MGPU_CODES
+  // The segments starting in the tile (the last tile also takes the empty ones at `count`),
+  // loaded first: the offsets' loads depend on them.
+  u64 seg_begin = limits[tile];
+  u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
+  const bool rejected = seg_rejected(bad);  // checked after the barrier below
+#endif
+  // The items' copy is waited for only once the heads are marked: the loads overlap.
 #if !MGPU_INDIRECT
 #if MGPU_SPMV == 0
   load_tile_to_shared_async<false>(values, base, n, values.vector_ok_at(base), identity,
@@ -231,16 +278,6 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #endif
 #endif
 #endif
-#if MGPU_CODES
-  // Copied with the items: nothing is held in registers across the barrier (read into registers
-  // here, they spilled at 56).
-  const unsigned* tile_codes = codes + tile * MGPU_NT;
-  cp_async<4>(storage.codes + tid, tile_codes + tid);
-  if (tid == 0) {
-    cp_async<4>(storage.codes + MGPU_NT, tile_codes + MGPU_NT);
-    cp_async<sizeof(O)>(&storage.seg_begin, limits + tile);
-  }
-#endif
   int first = tid * MGPU_VT;  // the thread's VT consecutive items (VT odd: conflict-free)
   // Bit i of a thread's masks: a segment starts at its item i (heads) / ends there (ends: one
   // starts at item i + 1, or item i is the tile's last and a segment ends with it). head0: the
@@ -248,37 +285,54 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   // end's slot is slot0 + k: results are staged, then stored coalesced.
   unsigned heads, ends;
   int head0, end_last;
-  u64 seg_begin;
   bool staged;
+#if !MGPU_WIDE_MARKS
 #if MGPU_CODES
-  // A plan's packed heads (mgpu_segreduce_codes): one word per thread, no offsets, no marks. The
-  // next word's first bit is the head after the thread's last item (the next tile's first, or
-  // the end of the input, which is a head).
+  // A plan's codes, copied with the items: no offsets, nothing held in registers across the
+  // barrier (read into registers here, they spilled at 56).
+  const unsigned* tile_codes = codes + tile * MGPU_NT;
+  cp_async<4>(storage.codes + tid, tile_codes + tid);
+  if (tid == 0) {
+    cp_async<4>(storage.codes + MGPU_NT, tile_codes + MGPU_NT);
+    cp_async<sizeof(O)>(&storage.seg_begin, limits + tile);
+  }
+#else
+  for (int j = tid; j <= MGPU_NT; j += MGPU_NT) storage.codes[j] = 0;
+  if (tid == 0) storage.seg_begin = (O)seg_begin;
+  __syncthreads();
+  // Nothing read so far lies outside the tile: stop before the offsets and columns.
+  if (rejected) {
+    cp_async_wait_all();
+    return;
+  }
+  mark_codes(storage.codes, offsets, seg_begin, seg_end, num_segments, at, tid);
+#endif
   cp_async_wait_all();
   __syncthreads();
-  // (Bit by bit, in the marks' form: masked whole, the i32 tile needed 80 registers.)
+  // The thread's word, less the bit of the input's end; the next word's first bit is the head
+  // after its last item (the next tile's first, or the end of the input, which is a head).
   unsigned code = storage.codes[tid];
-  heads = 0;
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i)
-    if (first + i < n && ((code >> i) & 1u)) heads |= 1u << i;
+  int items = n - first;  // the thread's items in the tile (VT, but in the last tile)
+  heads = items >= MGPU_VT ? code : items > 0 ? code & ((1u << items) - 1) : 0u;
   ends = heads >> 1;
-  if (first < n) {
-    int after = min(first + MGPU_VT, n);  // the position after the thread's last item
-    unsigned at = after - first < MGPU_VT ? code >> (after - first) : storage.codes[tid + 1];
-    if (at & 1u) ends |= 1u << (after - 1 - first);
+  if (items > 0) {
+    int after = min(items, MGPU_VT);  // the item after the thread's last
+    unsigned at = after < MGPU_VT ? code >> after : storage.codes[tid + 1];
+    if (at & 1u) ends |= 1u << (after - 1);
   }
-  staged = true;  // head0, end_last and seg_begin are read after the scan
+  staged = true;  // head0, end_last and the first segment are read after the scan
 #else
-  // The segments starting in the tile (the last tile also takes the empty ones at `count`).
-  seg_begin = limits[tile];
-  u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
   clear_marks(storage.heads, MGPU_NO_MARK, tid);
 #if MGPU_INDIRECT
   clear_marks(storage.last_heads, MGPU_NO_SEGMENT, tid);
 #endif
   if (tid == 0) storage.empties = 0;
   __syncthreads();
+  // Nothing read so far lies outside the tile: stop before the offsets, sources or columns.
+  if (rejected) {
+    cp_async_wait_all();
+    return;
+  }
 
   mark_heads(storage.heads,
 #if MGPU_INDIRECT
@@ -359,50 +413,55 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     for (int i = 0; i < MGPU_VT; ++i) storage.values[first + i] = v[i];
   }
 #endif
-  const T* mine = storage.values + first;
-  SegPair thread_total = none;
+  // One pass over the items: the thread's reduction since its last head (from the identity),
+  // and at each end the part of the segment ending there, into that end's own slot. Slots past
+  // the tile's last item hold the identity and neither heads nor ends: no bounds checks.
+  T* mine = storage.values + first;
+  T part = identity;
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i)
-    if (first + i < n)
-      thread_total = SegPlus()(thread_total, SegPair{(C)((heads >> i) & 1u), mine[i]});
+  for (int i = 0; i < MGPU_VT; ++i) {
+    T v = mine[i];
+    part = ((heads >> i) & 1u) ? v : Op()(part, v);
+    if ((ends >> i) & 1u) mine[i] = part;
+  }
   SegPair tile_total;
-  SegPair thread_prefix = cta_scan_exclusive(thread_total, SegPlus(), none, tile_total,
-                                             storage.scan);
-#if MGPU_CODES
+  SegPair thread_prefix = cta_scan_exclusive(SegPair{(C)__popc(heads), part}, SegPlus(), none,
+                                             tile_total, storage.scan);
+#if MGPU_WIDE_MARKS
+  u64 first_segment = seg_begin;
+#else
   head0 = (int)(storage.codes[0] & 1u);
   end_last = last_tile ? 1 : (int)(storage.codes[MGPU_NT] & 1u);
-  seg_begin = storage.seg_begin;
+  u64 first_segment = storage.seg_begin;  // (kept in shared memory across the scan: registers)
 #endif
   // The k-th end of the tile follows the heads at positions 1..k; when the tile starts inside a
   // segment (no head at 0), its first end is that segment's, completed by the spine.
   int tile_ends = (int)tile_total.runs - head0 + end_last;
-  u64 slot0 = seg_begin - (head0 ? 0 : 1);
-  SegPair x = thread_prefix;
+  u64 slot0 = first_segment - (head0 ? 0 : 1);
   int k = (int)thread_prefix.runs - head0 + (int)(heads & 1u);
   // Staging: a result goes to its end's own position (its item was read by this thread alone),
   // and the end's position to end_at at its rank k <= position (wide marks: the marks, no longer
-  // read once staged).
+  // read once staged). Only the thread's first end can continue a segment from before the
+  // thread (no head precedes it here): the threads before carry into it, the operand first.
 #if MGPU_WIDE_MARKS
   O* end_at = storage.heads;
 #else
   unsigned short* end_at = storage.end_at;
 #endif
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) {
+  for (unsigned e = ends; e; e &= e - 1, ++k) {
+    int i = __ffs(e) - 1;
     int p = first + i;
-    if (p < n) x = SegPlus()(x, SegPair{(C)((heads >> i) & 1u), mine[i]});
-    if ((ends >> i) & 1u) {
-      if (k == 0 && !head0) {
-        leads[tile] = x.value;
-      } else if (staged) {
-        storage.values[p] = x.value;
-        end_at[k] = p;
-      } else {
+    T result = mine[i];
+    if (e == ends && !(heads & ((2u << i) - 1))) result = Op()(thread_prefix.value, result);
+    if (k == 0 && !head0) {
+      leads[tile] = result;
+    } else if (staged) {
+      mine[i] = result;
+      end_at[k] = p;
+    } else {
 #if MGPU_WIDE_MARKS
-        dest[storage.heads[p + 1] - 1] = x.value;
+      dest[storage.heads[p + 1] - 1] = result;
 #endif
-      }
-      ++k;
     }
   }
   if (tid == 0) {
@@ -432,10 +491,13 @@ struct SpineStorage {
 // registers, NVRTC 13.5.)
 extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
     mgpu_segreduce_spine(const SegPair* totals, const T* leads, const unsigned char* continued,
-                         const O* limits, u64 num_tiles, T* dest, T identity, u64* tickets,
-                         u64 first_ticket, TileStatusOf<SegPair> status) {
+                         const O* limits, u64 num_tiles, const u64* bad, T* dest, T identity,
+                         u64* tickets, u64 first_ticket, TileStatusOf<SegPair> status) {
   __shared__ SpineStorage storage;
   int tid = threadIdx.x;
+  // Rejected input left the tiles' records unwritten: the spine still takes its tickets (the
+  // look-back's count of them), but writes nothing.
+  const bool rejected = seg_rejected(bad);
   const SegPair none{0, identity};
   constexpr u64 PER_TILE = (u64)MGPU_NT * MGPU_SPINE_VT;
   u64 num_spine = (num_tiles + PER_TILE - 1) / PER_TILE;
@@ -459,7 +521,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
     for (int i = 0; i < MGPU_SPINE_VT; ++i) {
       u64 t = first + i;
       if (t < num_tiles) {
-        if (continued[t]) dest[limits[t] - 1] = Op()(x.value, leads[t]);
+        if (!rejected && continued[t]) dest[limits[t] - 1] = Op()(x.value, leads[t]);
         x = SegPlus()(x, totals[t]);
       }
     }
@@ -490,32 +552,24 @@ extern "C" __global__ void mgpu_segreduce_partition(const O* offsets, u64 num_se
 #endif
 
 #if defined(MGPU_WANT_mgpu_segreduce_codes) && !MGPU_WIDE_MARKS
-// A plan's packed heads (the seed's preprocessed thread codes), read by mgpu_segreduce with
-// MGPU_CODES in place of the offsets: bit i of codes[t * NT + j] says a segment starts at
-// position t * NV + j * VT + i, the input's end (`count`) counting as a start, and the extra word
-// codes[num_tiles * NT] holds position num_tiles * NV's bit. Direct, non-empty segments (byte
-// marks: the helpers part is always compiled so); one CTA per tile, marking as the tile kernel
-// does.
+// A plan's packed heads, read by mgpu_segreduce with MGPU_CODES in place of the offsets: tile t's
+// words at codes[t * NT ...], and the extra word codes[num_tiles * NT] with position
+// num_tiles * NV's bit. Direct, non-empty segments (the helpers part is always compiled so); one
+// CTA per tile, setting the words as a one-shot tile does.
 extern "C" __global__ void __launch_bounds__(MGPU_NT)
     mgpu_segreduce_codes(const O* offsets, const O* limits, u64 num_segments, u64 count,
                          unsigned* codes) {
-  __shared__ __align__(16) Mark heads[MGPU_HEADS];
+  __shared__ unsigned tile_codes[MGPU_NT + 1];
   int tid = threadIdx.x;
   const SegTile at = seg_tile(count);
   u64 seg_begin = limits[at.index];
   u64 seg_end = at.last ? num_segments : (u64)limits[at.index + 1];
-  clear_marks(heads, MGPU_NO_MARK, tid);
+  for (int j = tid; j <= MGPU_NT; j += MGPU_NT) tile_codes[j] = 0;
   __syncthreads();
-  mark_heads(heads, nullptr, nullptr, offsets, limits, seg_begin, seg_end, num_segments, count,
-             at, nullptr, T(), tid);
+  mark_codes(tile_codes, offsets, seg_begin, seg_end, num_segments, at, tid);
   __syncthreads();
-  int first = tid * MGPU_VT;
-  unsigned code = 0;
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i)
-    if (heads[first + i] != MGPU_NO_MARK) code |= 1u << i;
-  codes[at.index * MGPU_NT + tid] = code;
-  if (at.last && tid == 0) codes[at.num_tiles * MGPU_NT] = at.n == MGPU_NV;
+  codes[at.index * MGPU_NT + tid] = tile_codes[tid];
+  if (at.last && tid == 0) codes[at.num_tiles * MGPU_NT] = tile_codes[MGPU_NT];
 }
 #endif
 
