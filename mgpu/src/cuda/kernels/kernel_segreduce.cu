@@ -359,9 +359,16 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   end_last = storage.heads[n] != MGPU_NO_MARK;
   staged = !storage.empties;  // uniform: set before the last barrier
 #endif
-  // The items are read twice from shared memory (before and after the scan), not held in
-  // registers across it, as in the scan: fewer registers, more CTAs per SM. SpMV's products and
-  // indirect CSR's gathered items are computed once, into the values' slots (each thread's own).
+  // The thread's items: the values' own slots (copied there), or computed into registers: SpMV's
+  // products and indirect CSR's gathered items, every load issued before the first is used. Past
+  // the tile's last item they are the identity (the copy fills its slots with it).
+  T* mine = storage.values + first;
+#if MGPU_INDIRECT || MGPU_SPMV
+  T v[MGPU_VT];
+#define MGPU_ITEM(i) v[i]
+#else
+#define MGPU_ITEM(i) mine[i]
+#endif
 #if MGPU_INDIRECT
   // The segment of each item: the last non-empty segment starting at or before it (before the
   // tile: the one before the tile's first segment), found by a max-scan of the threads' last
@@ -377,53 +384,43 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   // (Tile 0's first item is a head: no segment before it is read.)
   O seg = seg_prefix ? seg_prefix - 1 : (O)(seg_begin - 1);
   u64 delta = seg != MGPU_NO_SEGMENT ? (u64)sources[seg] - (u64)offsets[seg] : 0;
-  {
-    T v[MGPU_VT];
 #pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      v[i] = identity;
-      if (first + i < n) {
-        O h = storage.last_heads[first + i];
-        if (h != MGPU_NO_SEGMENT) {
-          seg = h;
-          delta = (u64)sources[seg] - (u64)offsets[seg];
-        }
-        v[i] = load_item(values, matrix, cols, vec, base + first + i + delta);
+  for (int i = 0; i < MGPU_VT; ++i) {
+    v[i] = identity;
+    if (first + i < n) {
+      O h = storage.last_heads[first + i];
+      if (h != MGPU_NO_SEGMENT) {
+        seg = h;
+        delta = (u64)sources[seg] - (u64)offsets[seg];
       }
+      v[i] = load_item(values, matrix, cols, vec, base + first + i + delta);
     }
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) storage.values[first + i] = v[i];
   }
 #elif MGPU_SPMV
-  {
-    T v[MGPU_VT];
 #pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      v[i] = identity;
-      if (first + i < n) {
-        T x = __ldg(vec + storage.cols[first + i]);
+  for (int i = 0; i < MGPU_VT; ++i) {
+    v[i] = identity;
+    if (first + i < n) {
+      T x = __ldg(vec + storage.cols[first + i]);
 #if MGPU_SPMV == 1
-        v[i] = x;
+      v[i] = x;
 #else
-        v[i] = Mul()(storage.values[first + i], x);
+      v[i] = Mul()(mine[i], x);
 #endif
-      }
     }
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) storage.values[first + i] = v[i];
   }
 #endif
   // One pass over the items: the thread's reduction since its last head (from the identity),
-  // and at each end the part of the segment ending there, into that end's own slot. Slots past
-  // the tile's last item hold the identity and neither heads nor ends: no bounds checks.
-  T* mine = storage.values + first;
+  // and at each end the part of the segment ending there, into that end's own slot (neither
+  // heads nor ends lie past the tile's last item: no bounds checks).
   T part = identity;
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
-    T v = mine[i];
-    part = ((heads >> i) & 1u) ? v : Op()(part, v);
+    T item = MGPU_ITEM(i);
+    part = ((heads >> i) & 1u) ? item : Op()(part, item);
     if ((ends >> i) & 1u) mine[i] = part;
   }
+#undef MGPU_ITEM
   SegPair tile_total;
   SegPair thread_prefix = cta_scan_exclusive(SegPair{(C)__popc(heads), part}, SegPlus(), none,
                                              tile_total, storage.scan);
