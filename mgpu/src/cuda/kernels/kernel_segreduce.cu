@@ -75,7 +75,13 @@ struct SegReduceStorage {
   // its items, the tile's segment results in the order the segments end.
   __align__(16) T values[MGPU_NV];
 #if MGPU_SPMV && !MGPU_INDIRECT
-  __align__(16) unsigned cols[MGPU_NV];
+  // The tile's column indices, read before the scan; after it, the positions of the staged
+  // results by rank (smaller tiles in shared memory leave more of it to the L1 cache, which
+  // holds the vector's gathers in flight).
+  union {
+    __align__(16) unsigned cols[MGPU_NV];
+    unsigned short end_at[MGPU_NV];
+  };
 #endif
 #if MGPU_WIDE_MARKS
   // Per position (and the one after the tile): its mark, or MGPU_NO_MARK (aligned: the marks
@@ -83,12 +89,12 @@ struct SegReduceStorage {
   // staged results by rank.
   __align__(16) Mark heads[MGPU_HEADS];
 #else
-  // The packed heads of the tile's threads and the word after them (see SegCodes), from a plan
-  // or set from the offsets; the tile's first segment.
+  // The packed heads of the tile's threads and the word after them (see MGPU_WIDE_MARKS), from
+  // a plan or set from the offsets; the tile's first segment.
   unsigned codes[MGPU_NT + 1];
   O seg_begin;
 #endif
-#if !MGPU_WIDE_MARKS
+#if !MGPU_WIDE_MARKS && !MGPU_SPMV
   unsigned short end_at[MGPU_NV];  // the positions of the staged results by rank
 #endif
 #if MGPU_INDIRECT
