@@ -389,8 +389,15 @@ const TABLE: &[Entry] = &[
     //   128x23x5 0.693 | 0.689 | 0.448 | 0.488. More gathers in flight per SM (higher OCC) help
     //   the random rows, larger tiles the stencils: 128x11x8 has the lowest total. f64: the
     //   former 128x15x5, not swept.
-    e(Family::Spmv, 90, 4, 128, 11, 8),
-    e(Family::Spmv, 90, 8, 128, 15, 5),
+    // Since the tiles take only the shared memory of OCC CTAs per SM and leave the rest to the
+    //   L1 cache that serves the gathers (`Gpu::keep_l1`; 2026-11-24, H100 SXM, 2^26, apply ms
+    //   random | power-law | 2-D | 3-D, every gather kernel at one carveout): f32 at 70% (164
+    //   KiB, what 128x11x12 asks for) 0.605 | 0.543 | 0.254 | 0.242, at 50% (132 KiB, 128x11x8's)
+    //   0.604 | 0.547 | 0.272 | 0.264, the driver's choice 0.637 | 0.536 | 0.247 | 0.248; f64 at
+    //   70% (128x15x6) 0.681 | 0.736 | 0.369 | 0.363, the driver's choice 1.240 | 1.265 | 0.401 |
+    //   0.445.
+    e(Family::Spmv, 90, 4, 128, 11, 12),
+    e(Family::Spmv, 90, 8, 128, 15, 6),
     // `mgpu tune select` / `mgpu tune reduce-by-key` (2026-11-23, H100 SXM, i32 at 2^26, G items
     //   per s): keys 256x23x2 358.4, 1.000x the entry's 358.4; keys with values 128x31x4 221.4
     //   (the entry): kept.

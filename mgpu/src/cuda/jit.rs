@@ -596,6 +596,12 @@ pub struct SegReduceSpec {
 }
 
 impl SegReduceSpec {
+    /// The tiles gather their items (SpMV's vector, indirect CSR's values) rather than stream
+    /// them: the L1 cache serves them (`Gpu::keep_l1`).
+    pub fn gathers(&self) -> bool {
+        self.items != SegItems::Values || self.indirect
+    }
+
     /// The tuning this variant runs with, given the table's: the table's OCC is measured with
     /// 32-bit offsets and counts, direct (the `segreduce` entry on values, the `spmv` entry on
     /// SpMV). The variants that keep more live state spill at the table's OCC: indirect CSR

@@ -299,7 +299,8 @@ impl Gpu {
             mul.map(|m| (m.cuda_expression(), m.cuda_helpers())),
             tuning
         );
-        self.load(key, module, tuning, || {
+        let gathers = module == jit::Module::SegReduceTiles && spec.gathers();
+        self.load_with(key, module, tuning, gathers, || {
             jit::segreduce_part_source::<T>(module, spec, load, op, mul, tuning)
         })
     }
@@ -310,6 +311,21 @@ impl Gpu {
         key: String,
         module: jit::Module,
         tuning: &Tuning,
+        source: impl FnOnce() -> String,
+    ) -> Result<Arc<LoadedModule>> {
+        self.load_with(key, module, tuning, false, source)
+    }
+
+    /// [`Gpu::load`]; with `gathers`, the module's kernels gather through the L1 cache (SpMV's
+    /// vector, indirect CSR's values) and take only the shared memory of `tuning.occ` CTAs per
+    /// SM: the rest stays L1. (Left to the driver, such a kernel got all of it; the L1 left held
+    /// too few gathers in flight, and f64 SpMV on random rows ran at half speed: BENCHMARKS.md.)
+    fn load_with(
+        &self,
+        key: String,
+        module: jit::Module,
+        tuning: &Tuning,
+        gathers: bool,
         source: impl FnOnce() -> String,
     ) -> Result<Arc<LoadedModule>> {
         if let Some(m) = self.modules.lock().unwrap().get(&key) {
@@ -325,6 +341,9 @@ impl Gpu {
             let f = cu_module
                 .load_function(name)
                 .map_err(driver("loading a kernel"))?;
+            if gathers {
+                self.keep_l1(&f, tuning.occ)?;
+            }
             let blocks = f
                 .occupancy_max_active_blocks_per_multiprocessor(tuning.nt, 0, None)
                 .map_err(driver("querying occupancy"))?
@@ -337,6 +356,45 @@ impl Gpu {
         });
         self.modules.lock().unwrap().insert(key, loaded.clone());
         Ok(loaded)
+    }
+
+    /// Asks for the smallest shared-memory carveout that holds `ctas` CTAs of `f` per SM, but
+    /// at most three quarters of the most an SM has (164 of 228 KiB on sm_90): the rest of each
+    /// SM's unified L1 / shared memory stays L1 cache, whatever the variant (a kernel with empty
+    /// segments has larger tiles and then runs fewer CTAs). Measured on the H100, 2026-11-24:
+    /// every gather kernel at 164 KiB ran f64 SpMV on random rows in 0.68 ms; with the apply's
+    /// at 164 and the one-shot's (larger) at 228, 0.87 ms. The hint is a percentage that the
+    /// driver rounds to a capacity the device has: it is given as that capacity's own (rounded
+    /// down), so that the rounding cannot land on the next one.
+    fn keep_l1(&self, f: &cudarc::driver::CudaFunction, ctas: u32) -> Result<()> {
+        use sys::CUdevice_attribute as D;
+        use sys::CUfunction_attribute as F;
+        // The shared-memory capacities of an SM (KiB) on sm_80 and later, up to the device's.
+        const CAPACITIES: [u64; 10] = [0, 8, 16, 32, 64, 100, 132, 164, 196, 228];
+        let per_sm = self
+            .ctx
+            .attribute(D::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
+            .map_err(driver("shared memory per SM"))? as u64;
+        let reserved = self
+            .ctx
+            .attribute(D::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)
+            .map_err(driver("reserved shared memory per block"))? as u64;
+        let smem = f
+            .get_attribute(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+            .map_err(driver("a kernel's shared memory"))? as u64;
+        let need = ctas as u64 * (smem + reserved);
+        let capacities = || CAPACITIES.iter().map(|k| k * 1024);
+        let most = capacities()
+            .filter(|&c| c <= per_sm * 3 / 4)
+            .max()
+            .unwrap_or(per_sm);
+        let capacity = capacities().find(|&c| c >= need).unwrap_or(most).min(most);
+        let percent = (capacity * 100 / per_sm.max(1)).min(100);
+        f.set_attribute(
+            F::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+            percent as i32,
+        )
+        .map_err(driver("setting a kernel's shared-memory carveout"))
     }
 
     /// GPU time of the work `work` queues, from events recorded around it.

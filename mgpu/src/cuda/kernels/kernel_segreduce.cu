@@ -404,17 +404,15 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   }
 #elif MGPU_SPMV
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) {
-    v[i] = identity;
-    if (first + i < n) {
-      T x = __ldg(vec + storage.cols[first + i]);
-#if MGPU_SPMV == 1
-      v[i] = x;
-#else
-      v[i] = Mul()(mine[i], x);
+  for (int i = 0; i < MGPU_VT; ++i) v[i] = first + i < n ? __ldg(vec + storage.cols[first + i]) : identity;
+  // Every gather is issued before the first is used (interleaved with the products and the
+  // pass below, the f64 tile issued them a few at a time and ran at half speed).
+  asm volatile("" ::: "memory");
+#if MGPU_SPMV == 2
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i)
+    if (first + i < n) v[i] = Mul()(mine[i], v[i]);
 #endif
-    }
-  }
 #endif
   // One pass over the items: the thread's reduction since its last head (from the identity),
   // and at each end the part of the segment ending there, into that end's own slot (neither
