@@ -404,9 +404,10 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   }
 #elif MGPU_SPMV
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) v[i] = first + i < n ? __ldg(vec + storage.cols[first + i]) : identity;
-  // Every gather is issued before the first is used (interleaved with the products and the
-  // pass below, the f64 tile issued them a few at a time and ran at half speed).
+  for (int i = 0; i < MGPU_VT; ++i)
+    v[i] = first + i < n ? __ldg(vec + storage.cols[first + i]) : identity;
+  // Every gather is issued before the first is used: a compiler barrier keeps the loads ahead
+  // of the products and the pass below.
   asm volatile("" ::: "memory");
 #if MGPU_SPMV == 2
 #pragma unroll
