@@ -11,7 +11,7 @@
 use crate::bench::PRIMITIVES;
 use mgpu::cuda::jit::{self, CompactSpec, KernelReport, KeyTest, Load, Module, Rejected};
 use mgpu::cuda::jit::{SegItems, SegReduceSpec, SortValues};
-use mgpu::cuda::occupancy::{theoretical, Occupancy, SmLimits};
+use mgpu::cuda::occupancy::{gather_carveout, theoretical, Occupancy, SmLimits};
 use mgpu::tuning::{self, Family, Tuning};
 use mgpu::{Comparator, Context, Element, Equality, Op, Predicate};
 
@@ -56,6 +56,9 @@ struct Item {
     tuning: Tuning,
     module: Module,
     source: String,
+    /// The tiles gather through the L1 cache: they run with a smaller carveout
+    /// (`occupancy::gather_carveout`).
+    gathers: bool,
 }
 
 /// The modules that `primitive` runs for `T` with the default operators (plus; less for sorting;
@@ -71,6 +74,7 @@ fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Ve
         tuning,
         module,
         source,
+        gathers: false,
     };
     // Compaction: the table's entry for the tile's bytes per item, VT at most 31 (compact.rs).
     let compact_tuning = |family, size: usize| -> Result<Tuning, String> {
@@ -169,7 +173,10 @@ fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Ve
             };
             let mul = Op::<T>::multiplies();
             let src = jit::segreduce_source::<T>(&spec, &plain, &plus, spmv.then_some(&mul), &t);
-            vec![item(primitive_label(primitive), t, Module::SegReduce, src)]
+            vec![Item {
+                gathers: spec.gathers(),
+                ..item(primitive_label(primitive), t, Module::SegReduce, src)
+            }]
         }
         other => return Err(format!("occupancy: unknown primitive `{other}`")),
     })
@@ -356,6 +363,16 @@ fn report(
             .as_ref()
             .and_then(|d| d.iter().find(|k| k.name == r.name));
         let drv_regs = drv.map_or("-".to_string(), |d| d.registers.to_string());
+        // The tile and spine of a gathering module run with the carveout the library asks for.
+        let tiles_module = matches!(r.name.as_str(), "mgpu_segreduce" | "mgpu_segreduce_spine");
+        let limits = if item.gathers && tiles_module {
+            SmLimits {
+                shared_bytes: gather_carveout(&limits, t.occ, r.shared_bytes),
+                ..limits
+            }
+        } else {
+            limits
+        };
         let o = theoretical(r, nt, &limits);
         // The driver reports local memory per thread (the stack frame), not spill traffic.
         let spill = if from_driver {

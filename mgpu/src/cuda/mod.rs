@@ -358,38 +358,39 @@ impl Gpu {
         Ok(loaded)
     }
 
-    /// Asks for the smallest shared-memory carveout that holds `ctas` CTAs of `f` per SM, but
-    /// at most three quarters of the most an SM has (164 of 228 KiB on sm_90): the rest of each
-    /// SM's unified L1 / shared memory stays L1 cache, whatever the variant (a kernel with empty
-    /// segments has larger tiles and then runs fewer CTAs). Measured on the H100, 2026-11-24:
-    /// every gather kernel at 164 KiB ran f64 SpMV on random rows in 0.68 ms; with the apply's
-    /// at 164 and the one-shot's (larger) at 228, 0.87 ms. The hint is a percentage that the
-    /// driver rounds to a capacity the device has: it is given as that capacity's own (rounded
-    /// down), so that the rounding cannot land on the next one.
+    /// Asks for the shared-memory carveout `occupancy::gather_carveout` gives `ctas` CTAs of `f`
+    /// per SM, at most 164 of 228 KiB on sm_90: the rest of each SM's unified L1 / shared
+    /// memory stays L1 cache, whatever the variant (a kernel with empty segments has larger
+    /// tiles and then runs fewer CTAs). Measured on the H100, 2026-11-24: every gather kernel at
+    /// 164 KiB ran f64 SpMV on random rows in 0.68 ms; with the apply's at 164 and the
+    /// one-shot's (larger) at 228, 0.87 ms. The hint is a percentage that the driver rounds to a
+    /// carveout the device has: it is given as that carveout's own (rounded down), so that the
+    /// rounding cannot land on the next one.
     fn keep_l1(&self, f: &cudarc::driver::CudaFunction, ctas: u32) -> Result<()> {
         use sys::CUdevice_attribute as D;
         use sys::CUfunction_attribute as F;
-        // The shared-memory capacities of an SM (KiB) on sm_80 and later, up to the device's.
-        const CAPACITIES: [u64; 10] = [0, 8, 16, 32, 64, 100, 132, 164, 196, 228];
-        let per_sm = self
-            .ctx
-            .attribute(D::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
-            .map_err(driver("shared memory per SM"))? as u64;
-        let reserved = self
-            .ctx
-            .attribute(D::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)
-            .map_err(driver("reserved shared memory per block"))? as u64;
+        let attribute = |a, what| {
+            self.ctx
+                .attribute(a)
+                .map(|v| v as u32)
+                .map_err(driver(what))
+        };
+        let limits = occupancy::SmLimits {
+            shared_bytes: attribute(
+                D::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+                "shared memory per SM",
+            )?,
+            shared_reserved_per_cta: attribute(
+                D::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+                "reserved shared memory per block",
+            )?,
+            ..occupancy::SmLimits::for_arch(self.arch)
+        };
         let smem = f
             .get_attribute(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-            .map_err(driver("a kernel's shared memory"))? as u64;
-        let need = ctas as u64 * (smem + reserved);
-        let capacities = || CAPACITIES.iter().map(|k| k * 1024);
-        let most = capacities()
-            .filter(|&c| c <= per_sm * 3 / 4)
-            .max()
-            .unwrap_or(per_sm);
-        let capacity = capacities().find(|&c| c >= need).unwrap_or(most).min(most);
-        let percent = (capacity * 100 / per_sm.max(1)).min(100);
+            .map_err(driver("a kernel's shared memory"))? as u32;
+        let capacity = occupancy::gather_carveout(&limits, ctas, smem) as u64;
+        let percent = (capacity * 100 / limits.shared_bytes.max(1) as u64).min(100);
         f.set_attribute(
             F::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
             percent as i32,

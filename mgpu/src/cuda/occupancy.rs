@@ -42,6 +42,22 @@ impl SmLimits {
     }
 }
 
+/// The shared memory per SM (bytes) that a kernel gathering through the L1 cache asks for
+/// (`Gpu::keep_l1`): the smallest carveout that holds `ctas` CTAs of `cta_shared` bytes, at most
+/// the largest carveout within three quarters of `limits.shared_bytes` (164 of 228 KiB on sm_90),
+/// so that the rest of the SM's unified L1 / shared memory stays L1 cache.
+pub fn gather_carveout(limits: &SmLimits, ctas: u32, cta_shared: u32) -> u32 {
+    // The carveouts an SM can take (KiB) on sm_80 and later, up to the architecture's most.
+    const CAPACITIES: [u32; 10] = [0, 8, 16, 32, 64, 100, 132, 164, 196, 228];
+    let capacities = || CAPACITIES.iter().map(|k| k * 1024);
+    let most = capacities()
+        .filter(|&c| c <= limits.shared_bytes / 4 * 3)
+        .max()
+        .unwrap_or(limits.shared_bytes);
+    let need = ctas * (cta_shared + limits.shared_reserved_per_cta);
+    capacities().find(|&c| c >= need).unwrap_or(most).min(most)
+}
+
 /// Occupancy of one kernel at a CTA size.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Occupancy {
@@ -91,6 +107,23 @@ mod tests {
         let o = theoretical(&r, 128, &SmLimits::for_arch(90));
         assert_eq!((o.ctas_per_sm, o.limited_by), (8, "registers"));
         assert!((o.fraction - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn gathering_kernels_leave_the_l1_a_third() {
+        let h100 = SmLimits::for_arch(90);
+        // f32 SpMV tiles at OCC 12: 12 x (11824 + 1024) bytes fit 164 KiB.
+        assert_eq!(gather_carveout(&h100, 12, 11_824), 164 * 1024);
+        // Larger tiles (f64, or with empty segments) get no more than 164 KiB: fewer CTAs.
+        assert_eq!(gather_carveout(&h100, 9, 23_632), 164 * 1024);
+        assert_eq!(gather_carveout(&h100, 12, 30_816), 164 * 1024);
+        // A spine's few bytes: the smallest carveout that holds them.
+        assert_eq!(gather_carveout(&h100, 12, 48), 16 * 1024);
+        // sm_86 (100 KiB per SM): at most 64 KiB.
+        assert_eq!(
+            gather_carveout(&SmLimits::for_arch(86), 12, 11_824),
+            64 * 1024
+        );
     }
 
     #[test]
