@@ -170,6 +170,7 @@ fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Ve
                 wide_count: false,
                 empty: false,
                 codes: false,
+                strided: false,
             };
             let mul = Op::<T>::multiplies();
             let src = jit::segreduce_source::<T>(&spec, &plain, &plus, spmv.then_some(&mul), &t);

@@ -89,6 +89,7 @@ pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
             wide_count: false,
             empty: false,
             codes: false,
+            strided: false,
         };
         return t.map_or("-".into(), |t| label(&spec.tuning(&t)));
     }
@@ -347,6 +348,7 @@ fn sources<T: Element + mgpu::Arithmetic>(
                 wide_count: false,
                 empty: false,
                 codes: false,
+                strided: false,
             };
             let mul = Op::<T>::multiplies();
             // The parts as the library loads them: the tiles, and the helpers (compiled with

@@ -427,7 +427,8 @@ fn compaction_kernels_compile_without_spills() {
 }
 
 /// The segmented-reduction module for values `T` and offsets `O`: values (plain and mapped),
-/// SpMV unary and binary, direct and indirect, 32-bit and 64-bit counts, marks and codes.
+/// SpMV unary and binary (gathers lane-strided or not), direct and indirect, 32-bit and 64-bit
+/// counts, marks and codes.
 fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>) -> Vec<String> {
     let mut lines = Vec::new();
     let mut kinds = vec![SegItems::Values];
@@ -446,7 +447,16 @@ fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>)
             if !indirect {
                 variants.extend([(false, false, true), (true, false, true)]);
             }
-            for (wide_count, empty, codes) in variants {
+            // Direct SpMV gathers either way (lane-strided or each thread its own items).
+            let gathers = if items != SegItems::Values && !indirect {
+                &[false, true][..]
+            } else {
+                &[false][..]
+            };
+            let variants = variants
+                .into_iter()
+                .flat_map(|v| gathers.iter().map(move |&s| (v, s)));
+            for ((wide_count, empty, codes), strided) in variants {
                 let spec = SegReduceSpec {
                     items,
                     indirect,
@@ -454,6 +464,7 @@ fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>)
                     wide_count,
                     empty,
                     codes,
+                    strided,
                 };
                 let tuning =
                     mgpu::segreduce::tuning_for::<T, O>(Some(ARCH), items, indirect).unwrap();
@@ -569,6 +580,7 @@ fn family_parts_compile_like_the_whole_family() {
         wide_count: false,
         empty: false,
         codes: false,
+        strided: false,
     };
     compare(Module::SegReduce, &|m| {
         jit::segreduce_part_source::<i32>(m, &spec, &Load::plain::<i32>(), &plus, None, &t)

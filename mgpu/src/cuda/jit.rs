@@ -593,6 +593,10 @@ pub struct SegReduceSpec {
     /// The heads come packed from a plan (`mgpu_segreduce_codes`) instead of from the offsets:
     /// direct, non-empty segments only.
     pub codes: bool,
+    /// Direct SpMV: a warp gathers lane-strided (each load instruction reads 32 consecutive
+    /// nonzeros' columns) and puts the products back in thread order through shared memory; else
+    /// each thread gathers its own consecutive items.
+    pub strided: bool,
 }
 
 impl SegReduceSpec {
@@ -657,7 +661,7 @@ pub fn segreduce_part_source<T: Element>(
     s.push_str(&format!(
         "#define MGPU_STATUS_SLOT {}\n#define MGPU_VALUE_RECORD {}\n#define MGPU_SPMV {}\n\
          #define MGPU_INDIRECT {}\n#define MGPU_EMPTY {}\n#define MGPU_CODES {}\n\
-         #define MGPU_SPINE_VT {}\n",
+         #define MGPU_SPINE_VT {}\n#define MGPU_STRIDED {}\n",
         crate::cuda::scan::STATUS_SLOT,
         crate::cuda::scan::value_record(pair),
         spec.items as u32,
@@ -665,6 +669,7 @@ pub fn segreduce_part_source<T: Element>(
         spec.empty as u32,
         spec.codes as u32,
         crate::cuda::segreduce::SPINE_VT,
+        spec.strided as u32,
     ));
     s.push_str(T::CUDA_DECLARATION);
     s.push('\n');

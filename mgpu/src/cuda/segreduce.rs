@@ -53,14 +53,24 @@ pub(crate) struct Checks {
 /// columns; then the first empty segment (`None`: every segment has a position).
 pub(crate) type Bad = [Option<u64>; 4];
 
-fn spec(geometry: &Geometry, kind: SegItems, codes: bool) -> SegReduceSpec {
+/// The tiles' variant. Direct SpMV gathers lane-strided where rows are longer on average than a
+/// thread's VT items: a warp's load instruction then reads consecutive nonzeros of one row, whose
+/// sorted columns share cache lines where the row is locally dense (power-law rows). Shorter rows
+/// (stencils) keep each thread on its own items: there an instruction's lanes already read
+/// neighbouring rows' columns, and the products skip the round trip through shared memory.
+fn spec(geometry: &Geometry, kind: SegItems, codes: bool, tuning: &Tuning) -> SegReduceSpec {
+    let indirect = geometry.sources != 0;
+    let strided = kind != SegItems::Values
+        && !indirect
+        && geometry.count >= geometry.num_segments * tuning.vt as u64;
     SegReduceSpec {
         items: kind,
-        indirect: geometry.sources != 0,
+        indirect,
         wide_offsets: geometry.wide_offsets,
         wide_count: geometry.count > u32::MAX as u64,
         empty: geometry.empty,
         codes,
+        strided,
     }
 }
 
@@ -78,6 +88,7 @@ fn helper_module(
         wide_count: false,
         empty: false,
         codes: false,
+        strided: false,
     };
     let plain = Load::plain::<u32>();
     gpu.segreduce_module::<u32>(
@@ -239,7 +250,7 @@ pub(crate) fn reduce<T: Element>(
         return fill(gpu, dest, geometry.num_segments, op.identity());
     };
     let bad = bad.map_or(0, |b| b.ptr);
-    let spec = spec(geometry, items.kind, codes.is_some());
+    let spec = spec(geometry, items.kind, codes.is_some(), tuning);
     let tuning = &spec.tuning(tuning);
     let codes = codes.map_or(0, |c| c.ptr);
     let module =

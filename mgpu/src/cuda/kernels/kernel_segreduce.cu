@@ -41,6 +41,7 @@
 //   MGPU_CODES     the heads come packed from a plan (mgpu_segreduce_codes), not from the offsets:
 //                  direct, non-empty segments only
 //   MGPU_SPINE_VT  tiles per thread of the spine
+//   MGPU_STRIDED   direct SpMV: a warp gathers lane-strided (see the tile), for long rows
 //   T the value type, O the offset type (unsigned or u64), C the scan's count type, Op (and Mul).
 // A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs): the tiles and
 // the spine (mgpu_segreduce, mgpu_segreduce_spine) apart from the helpers (partition, validate),
@@ -365,17 +366,17 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   end_last = storage.heads[n] != MGPU_NO_MARK;
   staged = !storage.empties;  // uniform: set before the last barrier
 #endif
-  // The thread's items: the values' own slots (copied there), or computed into registers: SpMV's
-  // products and indirect CSR's gathered items, every load issued before the first is used. Past
-  // the tile's last item they are the identity (the copy fills its slots with it).
+  // The thread's items: the values' own slots (copied there, or lane-strided SpMV's products put
+  // there), or computed into registers: SpMV's products and indirect CSR's gathered items, every
+  // load issued before the first is used. Past the tile's last item they are the identity.
   T* mine = storage.values + first;
-#if MGPU_INDIRECT || MGPU_SPMV
-  T v[MGPU_VT];
+#if MGPU_INDIRECT || (MGPU_SPMV && !MGPU_STRIDED)
 #define MGPU_ITEM(i) v[i]
 #else
 #define MGPU_ITEM(i) mine[i]
 #endif
 #if MGPU_INDIRECT
+  T v[MGPU_VT];
   // The segment of each item: the last non-empty segment starting at or before it (before the
   // tile: the one before the tile's first segment), found by a max-scan of the threads' last
   // heads. Items of segment s are at sources[s] + (position - offsets[s]).
@@ -402,7 +403,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       v[i] = load_item(values, matrix, cols, vec, base + first + i + delta);
     }
   }
-#elif MGPU_SPMV
+#elif MGPU_SPMV && !MGPU_STRIDED
+  T v[MGPU_VT];
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i)
     v[i] = first + i < n ? __ldg(vec + storage.cols[first + i]) : identity;
@@ -414,6 +416,32 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   for (int i = 0; i < MGPU_VT; ++i)
     if (first + i < n) v[i] = Mul()(mine[i], v[i]);
 #endif
+#elif MGPU_SPMV
+  // The warp gathers its 32 * VT items lane-strided (lane l takes the warp's items l, l + 32,
+  // ...), so that one load instruction reads 32 consecutive nonzeros' columns, which share
+  // cache lines wherever a row's columns lie close (one L2 request instead of up to 32). The
+  // products go back to thread order through the warp's own part of the tile: only the warp
+  // reads it there (a warp barrier).
+  const int warp_first = (tid & ~31) * MGPU_VT;
+  const int lane = tid & 31;
+  T v[MGPU_VT];
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int p = warp_first + i * 32 + lane;
+    v[i] = p < n ? __ldg(vec + storage.cols[p]) : identity;
+  }
+  // Every gather is issued before the first is used: a compiler barrier keeps the loads ahead
+  // of the products.
+  asm volatile("" ::: "memory");
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int p = warp_first + i * 32 + lane;
+#if MGPU_SPMV == 2
+    if (p < n) v[i] = Mul()(storage.values[p], v[i]);
+#endif
+    storage.values[p] = v[i];
+  }
+  __syncwarp();
 #endif
   // One pass over the items: the thread's reduction since its last head (from the identity),
   // and at each end the part of the segment ending there, into that end's own slot (neither
