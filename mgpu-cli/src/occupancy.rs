@@ -174,10 +174,36 @@ fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Ve
             };
             let mul = Op::<T>::multiplies();
             let src = jit::segreduce_source::<T>(&spec, &plain, &plus, spmv.then_some(&mul), &t);
-            vec![Item {
-                gathers: spec.gathers(),
-                ..item(primitive_label(primitive), t, Module::SegReduce, src)
-            }]
+            // A plan's apply: its tiles read packed heads (and SpMV's, over rows longer than a
+            // thread's items, gather lane-strided).
+            let apply = SegReduceSpec {
+                codes: true,
+                strided: spmv,
+                ..spec
+            };
+            let apply_src = jit::segreduce_part_source::<T>(
+                Module::SegReduceTiles,
+                &apply,
+                &plain,
+                &plus,
+                spmv.then_some(&mul),
+                &t,
+            );
+            let apply_label = if spmv {
+                "spmv/apply"
+            } else {
+                "segreduce/apply"
+            };
+            vec![
+                Item {
+                    gathers: spec.gathers(),
+                    ..item(primitive_label(primitive), t, Module::SegReduce, src)
+                },
+                Item {
+                    gathers: apply.gathers(),
+                    ..item(apply_label, t, Module::SegReduceTiles, apply_src)
+                },
+            ]
         }
         other => return Err(format!("occupancy: unknown primitive `{other}`")),
     })
@@ -336,7 +362,7 @@ fn report(
     };
     if shown.is_empty() {
         println!(
-            "{:<13} {ty:<4} ({}: NVRTC returned no ptxas report)",
+            "{:<15} {ty:<4} ({}: NVRTC returned no ptxas report)",
             item.label,
             item.module.name()
         );
@@ -382,7 +408,7 @@ fn report(
             (r.spill_stores + r.spill_loads).to_string()
         };
         println!(
-            "{:<13} {ty:<4} {:<24} {launch:>10} {:>4} {drv_regs:>4} {:>6} {:>5} {spill:>5} {:>7} \
+            "{:<15} {ty:<4} {:<24} {launch:>10} {:>4} {drv_regs:>4} {:>6} {:>5} {spill:>5} {:>7} \
              {:>4.0}%  {:<13}  {}",
             item.label,
             r.name,
@@ -455,7 +481,7 @@ pub fn run(args: OccupancyArgs) -> Result<(), String> {
         tuning::source()
     );
     println!(
-        "{:<13} {:<4} {:<24} {:>10} {:>4} {:>4} {:>6} {:>5} {:>5} {:>7} {:>5}  {:<13}  for one more CTA/SM",
+        "{:<15} {:<4} {:<24} {:>10} {:>4} {:>4} {:>6} {:>5} {:>5} {:>7} {:>5}  {:<13}  for one more CTA/SM",
         "primitive", "type", "kernel", "NTxVTxOCC", "regs", "drv", "smem", "stack", "spill", "CTAs/SM",
         "occ", "limited by"
     );

@@ -971,6 +971,8 @@ fn plans_for<T: TestElement, O: TestOffset>(ctx: &Context, r: &mut StdRng, ops: 
             Dist::HalfEmpty,
             Dist::PowerLaw,
             Dist::EmptyRuns,
+            Dist::LeadingEmpty,
+            Dist::TrailingEmpty,
             Dist::Fixed(1),
             Dist::Fixed(2),
             Dist::TileEdges,
