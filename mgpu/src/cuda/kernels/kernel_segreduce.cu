@@ -204,17 +204,13 @@ __device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empt
 // Sets in `codes` (the tile's NT + 1 words, cleared) the bits of the segments [seg_begin,
 // seg_end) that start in the tile `at`, and of position at.n: the next tile's first position if
 // a segment starts there, or in the last tile the input's end. Segments are non-empty and
-// direct. (Neighbouring segments share a word: the lanes of a warp whose starts fall in one word
-// join their bits, and one of them sets them by atomicOr; one atomic per segment made a word of
-// length-1 segments take VT atomics in a row.)
+// direct. (Neighbouring segments share a word: a short segment's bit is set by atomicOr.)
 __device__ __forceinline__ void mark_codes(unsigned* codes, const O* offsets, u64 seg_begin,
                                            u64 seg_end, u64 num_segments, const SegTile& at,
                                            int tid) {
   auto set = [&](int position) {
     int word = position / MGPU_VT;
-    unsigned peers = __match_any_sync(__activemask(), word);
-    unsigned bits = __reduce_or_sync(peers, 1u << (position - word * MGPU_VT));
-    if (__ffs(peers) - 1 == (tid & 31)) atomicOr(codes + word, bits);
+    atomicOr(codes + word, 1u << (position - word * MGPU_VT));
   };
   for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MGPU_MARK_BATCH * MGPU_NT) {
     O start[MGPU_MARK_BATCH];
