@@ -62,7 +62,7 @@ fn spec(geometry: &Geometry, kind: SegItems, codes: bool, tuning: &Tuning) -> Se
     let indirect = geometry.sources != 0;
     let strided = kind != SegItems::Values
         && !indirect
-        && geometry.count >= geometry.num_segments * tuning.vt as u64;
+        && geometry.count >= geometry.num_segments.saturating_mul(tuning.vt as u64);
     SegReduceSpec {
         items: kind,
         indirect,
