@@ -55,14 +55,22 @@ pub(crate) type Bad = [Option<u64>; 4];
 
 /// The tiles' variant. Direct SpMV gathers lane-strided where rows are longer on average than a
 /// thread's VT items: a warp's load instruction then reads consecutive nonzeros of one row, whose
-/// sorted columns share cache lines where the row is locally dense (power-law rows). Shorter rows
-/// (stencils) keep each thread on its own items: there an instruction's lanes already read
-/// neighbouring rows' columns, and the products skip the round trip through shared memory.
-fn spec(geometry: &Geometry, kind: SegItems, codes: bool, tuning: &Tuning) -> SegReduceSpec {
+/// sorted columns share cache lines where the row is locally dense (power-law rows). With 4-byte
+/// values, shorter rows (stencils) keep each thread on its own items: there an instruction's
+/// lanes already read neighbouring rows' columns within a few lines, and the products skip the
+/// round trip through shared memory. With 8-byte values (twice the bytes, VT 15 against 11) those
+/// lanes spread over more lines, and lane-strided gathers are as fast or faster everywhere
+/// (BENCHMARKS.md: 3-D stencil 0.434 -> 0.363 ms).
+fn spec(
+    geometry: &Geometry,
+    kind: SegItems,
+    codes: bool,
+    value_size: usize,
+    tuning: &Tuning,
+) -> SegReduceSpec {
     let indirect = geometry.sources != 0;
-    let strided = kind != SegItems::Values
-        && !indirect
-        && geometry.count >= geometry.num_segments.saturating_mul(tuning.vt as u64);
+    let long_rows = geometry.count >= geometry.num_segments.saturating_mul(tuning.vt as u64);
+    let strided = kind != SegItems::Values && !indirect && (long_rows || value_size >= 8);
     SegReduceSpec {
         items: kind,
         indirect,
@@ -250,7 +258,13 @@ pub(crate) fn reduce<T: Element>(
         return fill(gpu, dest, geometry.num_segments, op.identity());
     };
     let bad = bad.map_or(0, |b| b.ptr);
-    let spec = spec(geometry, items.kind, codes.is_some(), tuning);
+    let spec = spec(
+        geometry,
+        items.kind,
+        codes.is_some(),
+        std::mem::size_of::<T>(),
+        tuning,
+    );
     let tuning = &spec.tuning(tuning);
     let codes = codes.map_or(0, |c| c.ptr);
     let module =
