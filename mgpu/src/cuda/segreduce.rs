@@ -59,8 +59,8 @@ pub(crate) type Bad = [Option<u64>; 4];
 /// values, shorter rows (stencils) keep each thread on its own items: there an instruction's
 /// lanes already read neighbouring rows' columns within a few lines, and the products skip the
 /// round trip through shared memory. With 8-byte values (twice the bytes, VT 15 against 11) those
-/// lanes spread over more lines, and lane-strided gathers are as fast or faster everywhere
-/// (BENCHMARKS.md: 3-D stencil 0.434 -> 0.363 ms).
+/// lanes spread over more lines, and lane-strided gathers measured within 1% or faster on every
+/// matrix (BENCHMARKS.md: 3-D stencil 0.434 -> 0.363 ms).
 fn spec(
     geometry: &Geometry,
     kind: SegItems,
