@@ -403,45 +403,41 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       v[i] = load_item(values, matrix, cols, vec, base + first + i + delta);
     }
   }
-#elif MGPU_SPMV && !MGPU_STRIDED
-  T v[MGPU_VT];
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i)
-    v[i] = first + i < n ? __ldg(vec + storage.cols[first + i]) : identity;
-  // Every gather is issued before the first is used: a compiler barrier keeps the loads ahead
-  // of the products and the pass below.
-  asm volatile("" ::: "memory");
-#if MGPU_SPMV == 2
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i)
-    if (first + i < n) v[i] = Mul()(mine[i], v[i]);
-#endif
 #elif MGPU_SPMV
-  // The warp gathers its 32 * VT items lane-strided (lane l takes the warp's items l, l + 32,
-  // ...), so that one load instruction reads 32 consecutive nonzeros' columns, which share
-  // cache lines wherever a row's columns lie close (one L2 request instead of up to 32). The
-  // products go back to thread order through the warp's own part of the tile: only the warp
-  // reads it there (a warp barrier).
-  const int warp_first = (tid & ~31) * MGPU_VT;
-  const int lane = tid & 31;
+  // The thread's i-th gather: its own item i, or lane-strided (MGPU_STRIDED: lane l takes the
+  // warp's items l, l + 32, ..., so that one load instruction reads 32 consecutive nonzeros'
+  // columns, which share cache lines wherever a row's columns lie close: one L2 request instead
+  // of up to 32). Lane-strided products go back to thread order through the warp's own part of
+  // the tile, which only the warp reads (a warp barrier).
+#if MGPU_STRIDED
+  const int gather0 = (tid & ~31) * MGPU_VT + (tid & 31);
+  constexpr int STEP = 32;
+#else
+  const int gather0 = first;
+  constexpr int STEP = 1;
+#endif
   T v[MGPU_VT];
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
-    int p = warp_first + i * 32 + lane;
+    int p = gather0 + i * STEP;
     v[i] = p < n ? __ldg(vec + storage.cols[p]) : identity;
   }
   // Every gather is issued before the first is used: a compiler barrier keeps the loads ahead
-  // of the products.
+  // of the products and the pass below.
   asm volatile("" ::: "memory");
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
-    int p = warp_first + i * 32 + lane;
+    int p = gather0 + i * STEP;
 #if MGPU_SPMV == 2
     if (p < n) v[i] = Mul()(storage.values[p], v[i]);
 #endif
+#if MGPU_STRIDED
     storage.values[p] = v[i];
+#endif
   }
+#if MGPU_STRIDED
   __syncwarp();
+#endif
 #endif
   // One pass over the items: the thread's reduction since its last head (from the identity),
   // and at each end the part of the segment ending there, into that end's own slot (neither
