@@ -602,6 +602,13 @@ pub struct SegReduceSpec {
 impl SegReduceSpec {
     /// The tiles gather their items (SpMV's vector, indirect CSR's values) rather than stream
     /// them: the L1 cache serves them (`Gpu::keep_l1`).
+    /// Lane-strided SpMV of 4-byte values keeps the tile's column indices in the slots of its
+    /// products (each lane overwrites only the columns it gathered through), leaving shared
+    /// memory to more CTAs and the L1 cache.
+    pub fn cols_in_values(&self, value_size: usize) -> bool {
+        self.items != SegItems::Values && self.strided && !self.indirect && value_size == 4
+    }
+
     pub fn gathers(&self) -> bool {
         self.items != SegItems::Values || self.indirect
     }
@@ -661,7 +668,7 @@ pub fn segreduce_part_source<T: Element>(
     s.push_str(&format!(
         "#define MGPU_STATUS_SLOT {}\n#define MGPU_VALUE_RECORD {}\n#define MGPU_SPMV {}\n\
          #define MGPU_INDIRECT {}\n#define MGPU_EMPTY {}\n#define MGPU_CODES {}\n\
-         #define MGPU_SPINE_VT {}\n#define MGPU_STRIDED {}\n",
+         #define MGPU_SPINE_VT {}\n#define MGPU_STRIDED {}\n#define MGPU_COLS_IN_VALUES {}\n",
         crate::cuda::scan::STATUS_SLOT,
         crate::cuda::scan::value_record(pair),
         spec.items as u32,
@@ -670,6 +677,7 @@ pub fn segreduce_part_source<T: Element>(
         spec.codes as u32,
         crate::cuda::segreduce::SPINE_VT,
         spec.strided as u32,
+        spec.cols_in_values(std::mem::size_of::<T>()) as u32,
     ));
     s.push_str(T::CUDA_DECLARATION);
     s.push('\n');

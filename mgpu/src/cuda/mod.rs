@@ -79,8 +79,13 @@ pub(crate) struct Gpu {
     pub sm_count: u32,
     pub name: String,
     modules: Arc<Mutex<HashMap<String, Arc<LoadedModule>>>>,
+    /// The segmented-reduction modules by their fields, looked up on every call (a plan's apply
+    /// among them), where formatting `modules`' string key took 2.4 us before the launch.
+    seg_modules: Arc<Mutex<HashMap<SegModuleKey, Arc<LoadedModule>>>>,
     /// The look-back scan's status words and ticket counter, kept between scans on this stream.
     pub(crate) lookback: Mutex<scan::LookbackScratch>,
+    /// What a segmented reduction's tiles leave for its spine, kept between calls on this stream.
+    pub(crate) carries: Mutex<memory::StreamScratch>,
 }
 
 impl Drop for Gpu {
@@ -88,7 +93,22 @@ impl Drop for Gpu {
         let lookback = self.lookback.get_mut().unwrap_or_else(|e| e.into_inner());
         let mut scratch = std::mem::take(lookback);
         scratch.release(self);
+        let carries = self.carries.get_mut().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(carries).release(self);
     }
+}
+
+/// What tells segmented-reduction modules apart (`Gpu::segreduce_module`).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct SegModuleKey {
+    module: jit::Module,
+    cuda_type: &'static str,
+    declaration: &'static str,
+    spec: jit::SegReduceSpec,
+    load: jit::Load,
+    /// The operator's and the multiply's CUDA expressions and helpers.
+    ops: [Option<(String, String)>; 2],
+    tuning: Tuning,
 }
 
 /// A module loaded on the device, its kernels and their occupancy.
@@ -158,7 +178,9 @@ impl Gpu {
             sm_count,
             name,
             modules: Arc::new(Mutex::new(HashMap::new())),
+            seg_modules: Arc::new(Mutex::new(HashMap::new())),
             lookback: Mutex::new(scan::LookbackScratch::default()),
+            carries: Mutex::new(memory::StreamScratch::default()),
         })
     }
 
@@ -172,7 +194,9 @@ impl Gpu {
             sm_count: self.sm_count,
             name: self.name.clone(),
             modules: self.modules.clone(),
+            seg_modules: self.seg_modules.clone(),
             lookback: Mutex::new(scan::LookbackScratch::default()),
+            carries: Mutex::new(memory::StreamScratch::default()),
         }
     }
 
@@ -288,21 +312,40 @@ impl Gpu {
         mul: Option<&Op<T>>,
         tuning: &Tuning,
     ) -> Result<Arc<LoadedModule>> {
-        let key = format!(
-            "segreduce|{:?}|{}|{}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        let strings = |o: &Op<T>| {
+            (
+                o.cuda_expression().to_string(),
+                o.cuda_helpers().to_string(),
+            )
+        };
+        let key = SegModuleKey {
+            module,
+            cuda_type: T::CUDA_TYPE,
+            declaration: T::CUDA_DECLARATION,
+            spec: *spec,
+            load: load.clone(),
+            ops: [Some(strings(op)), mul.map(strings)],
+            tuning: *tuning,
+        };
+        if let Some(m) = self.seg_modules.lock().unwrap().get(&key) {
+            return Ok(m.clone());
+        }
+        let name = format!(
+            "segreduce|{:?}|{}|{}|{:?}|{:?}|{:?}|{:?}",
             module,
             T::CUDA_TYPE,
             T::CUDA_DECLARATION,
             spec,
             load,
-            (op.cuda_expression(), op.cuda_helpers()),
-            mul.map(|m| (m.cuda_expression(), m.cuda_helpers())),
+            key.ops,
             tuning
         );
         let gathers = module == jit::Module::SegReduceTiles && spec.gathers();
-        self.load_with(key, module, tuning, gathers, || {
+        let loaded = self.load_with(name, module, tuning, gathers, || {
             jit::segreduce_part_source::<T>(module, spec, load, op, mul, tuning)
-        })
+        })?;
+        self.seg_modules.lock().unwrap().insert(key, loaded.clone());
+        Ok(loaded)
     }
 
     /// A module from memory, else from the disk cache, else compiled from `source()`.
@@ -363,9 +406,8 @@ impl Gpu {
     /// memory stays L1 cache, whatever the variant (a kernel with empty segments has larger
     /// tiles and then runs fewer CTAs). Measured on the H100, 2026-11-24: every gather kernel at
     /// 164 KiB ran f64 SpMV on random rows in 0.68 ms; with the apply's at 164 and the
-    /// one-shot's (larger) at 228, 0.87 ms. The hint is a percentage that the driver rounds to a
-    /// carveout the device has: it is given as that carveout's own (rounded down), so that the
-    /// rounding cannot land on the next one.
+    /// one-shot's (larger) at 228, 0.87 ms. The hint is a percentage that the driver turns into a
+    /// carveout the device has (`occupancy::gather_carveout_percent` says which).
     fn keep_l1(&self, f: &cudarc::driver::CudaFunction, ctas: u32) -> Result<()> {
         use sys::CUdevice_attribute as D;
         use sys::CUfunction_attribute as F;
@@ -389,8 +431,7 @@ impl Gpu {
         let smem = f
             .get_attribute(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
             .map_err(driver("a kernel's shared memory"))? as u32;
-        let capacity = occupancy::gather_carveout(&limits, ctas, smem) as u64;
-        let percent = (capacity * 100 / limits.shared_bytes.max(1) as u64).min(100);
+        let percent = occupancy::gather_carveout_percent(&limits, ctas, smem).min(100);
         f.set_attribute(
             F::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
             percent as i32,

@@ -58,6 +58,18 @@ pub fn gather_carveout(limits: &SmLimits, ctas: u32, cta_shared: u32) -> u32 {
     capacities().find(|&c| c >= need).unwrap_or(most).min(most)
 }
 
+/// The carveout hint (a percentage of `limits.shared_bytes`) that obtains `gather_carveout`'s
+/// capacity from the driver: the share of what the CTAs need, rounded up, or where they need the
+/// whole capacity that carveout's own share, rounded down. The driver does not simply round a hint
+/// up to the next carveout: on the H100 (driver 580) a hint of 71% gave CTAs of 12 KiB 196 KiB
+/// (and CTAs of 18 KiB 164), 64% gave both 164 (ncu, 2026-11-24).
+pub fn gather_carveout_percent(limits: &SmLimits, ctas: u32, cta_shared: u32) -> u32 {
+    let whole = limits.shared_bytes.max(1) as u64;
+    let capacity = gather_carveout(limits, ctas, cta_shared) as u64;
+    let need = ctas as u64 * (cta_shared + limits.shared_reserved_per_cta) as u64;
+    ((need * 100).div_ceil(whole)).min(capacity * 100 / whole) as u32
+}
+
 /// Occupancy of one kernel at a CTA size.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Occupancy {
@@ -117,6 +129,11 @@ mod tests {
         // Larger tiles (f64, or with empty segments) get no more than 164 KiB: fewer CTAs.
         assert_eq!(gather_carveout(&h100, 9, 23_632), 164 * 1024);
         assert_eq!(gather_carveout(&h100, 12, 30_816), 164 * 1024);
+        // The hint asks for what the CTAs need (12 x 12352 bytes: 64%), not the carveout's 71%,
+        // which the driver took for 196 KiB; where they need more than 164 KiB, for 164 (71%).
+        assert_eq!(gather_carveout_percent(&h100, 12, 11_328), 64);
+        assert_eq!(gather_carveout_percent(&h100, 12, 16_960), 71);
+        assert_eq!(gather_carveout_percent(&h100, 12, 0), 6);
         // A spine's few bytes: the smallest carveout that holds them.
         assert_eq!(gather_carveout(&h100, 12, 48), 16 * 1024);
         // sm_86 (100 KiB per SM): at most 64 KiB.

@@ -281,12 +281,10 @@ pub(crate) fn reduce<T: Element>(
     let align = |x: u64| x.div_ceil(256) * 256;
     let leads_at = align(num_tiles * pair as u64);
     let continued_at = leads_at + align(num_tiles * std::mem::size_of::<T>() as u64);
-    let carries = DeviceMem::alloc(gpu, (continued_at + num_tiles) as usize)?;
-    let (totals, leads, continued) = (
-        carries.ptr,
-        carries.ptr + leads_at,
-        carries.ptr + continued_at,
-    );
+    // (Held until both kernels are queued: the next call on the stream then runs after them.)
+    let mut carries = gpu.carries.lock().unwrap_or_else(|e| e.into_inner());
+    let base = carries.reserve(gpu, (continued_at + num_tiles) as usize)?;
+    let (totals, leads, continued) = (base, base + leads_at, base + continued_at);
     let identity = ByValue(op.identity());
     let (tiles, _) = module.function("mgpu_segreduce");
     launch(

@@ -42,6 +42,8 @@
 //                  direct, non-empty segments only
 //   MGPU_SPINE_VT  tiles per thread of the spine
 //   MGPU_STRIDED   direct SpMV: a warp gathers lane-strided (see the tile), for long rows
+//   MGPU_COLS_IN_VALUES  lane-strided SpMV of 4-byte values: the columns share the products'
+//                  shared memory (see SegReduceStorage)
 //   T the value type, O the offset type (unsigned or u64), C the scan's count type, Op (and Mul).
 // A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs): the tiles and
 // the spine (mgpu_segreduce, mgpu_segreduce_spine) apart from the helpers (partition, validate),
@@ -71,14 +73,30 @@ constexpr int MGPU_HEADS = MGPU_NV + 16 / (int)sizeof(Mark);
 static_assert(MGPU_VT <= 32, "a thread's heads and ends are 32-bit masks");
 static_assert(!MGPU_CODES || !MGPU_WIDE_MARKS, "packed heads are for direct, non-empty segments");
 
+// MGPU_COLS_IN_VALUES (lane-strided SpMV of 4-byte values): the column indices lie in the slots
+// of the products, and the lane that gathers through a column writes that position's product,
+// the matrix value read from global memory (wider or narrower values would overwrite columns
+// that other warps have yet to read).
+static_assert(!MGPU_COLS_IN_VALUES ||
+                  (MGPU_SPMV && MGPU_STRIDED && !MGPU_INDIRECT && sizeof(T) == sizeof(unsigned)),
+              "columns share the products' slots only for lane-strided 4-byte SpMV");
+
 struct SegReduceStorage {
-  // The tile's items in strided order (the matrix values for binary SpMV); once every thread holds
-  // its items, the tile's segment results in the order the segments end.
+  // The tile's items (the matrix values for binary SpMV, or lane-strided SpMV's products); once
+  // every thread holds its items, the tile's segment results in the order the segments end.
+  // Smaller tiles in shared memory leave more of it to the L1 cache, which holds the vector's
+  // gathers in flight, and let more CTAs run (BENCHMARKS.md).
+#if MGPU_COLS_IN_VALUES
+  union {
+    __align__(16) T values[MGPU_NV];
+    __align__(16) unsigned cols[MGPU_NV];  // each replaced by its product, lane by lane
+  };
+#else
   __align__(16) T values[MGPU_NV];
-#if MGPU_SPMV && !MGPU_INDIRECT
+#endif
+#if MGPU_SPMV && !MGPU_INDIRECT && !MGPU_COLS_IN_VALUES
   // The tile's column indices, read before the scan; after it, the positions of the staged
-  // results by rank (smaller tiles in shared memory leave more of it to the L1 cache, which
-  // holds the vector's gathers in flight).
+  // results by rank.
   union {
     __align__(16) unsigned cols[MGPU_NV];
     unsigned short end_at[MGPU_NV];
@@ -95,7 +113,7 @@ struct SegReduceStorage {
   unsigned codes[MGPU_NT + 1];
   O seg_begin;
 #endif
-#if !MGPU_WIDE_MARKS && !MGPU_SPMV
+#if !MGPU_WIDE_MARKS && (!MGPU_SPMV || MGPU_COLS_IN_VALUES)
   unsigned short end_at[MGPU_NV];  // the positions of the staged results by rank
 #endif
 #if MGPU_INDIRECT
@@ -280,7 +298,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
                                    storage.values, tid);
 #else
   load_plain_to_shared<unsigned, false>(cols + base, n, storage.cols, tid);
-#if MGPU_SPMV == 2
+#if MGPU_SPMV == 2 && !MGPU_COLS_IN_VALUES
   load_plain_to_shared<T, false>(matrix + base, n, storage.values, tid);
 #endif
 #endif
@@ -417,10 +435,19 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   constexpr int STEP = 1;
 #endif
   T v[MGPU_VT];
+#if MGPU_SPMV == 2 && MGPU_COLS_IN_VALUES
+  T a[MGPU_VT];  // the matrix values, read lane-strided (coalesced) with the gathers
+#endif
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     int p = gather0 + i * STEP;
     v[i] = p < n ? __ldg(vec + storage.cols[p]) : identity;
+#if MGPU_SPMV == 2 && MGPU_COLS_IN_VALUES
+    if (p < n) {
+      unsigned bits = __ldg(reinterpret_cast<const unsigned*>(matrix) + base + p);
+      memcpy(&a[i], &bits, sizeof(bits));
+    }
+#endif
   }
   // Every gather is issued before the first is used: a compiler barrier keeps the loads ahead
   // of the products and the pass below.
@@ -428,7 +455,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     int p = gather0 + i * STEP;
-#if MGPU_SPMV == 2
+#if MGPU_SPMV == 2 && MGPU_COLS_IN_VALUES
+    if (p < n) v[i] = Mul()(a[i], v[i]);
+#elif MGPU_SPMV == 2
     if (p < n) v[i] = Mul()(storage.values[p], v[i]);
 #endif
 #if MGPU_STRIDED
@@ -531,10 +560,28 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
   __syncthreads();
   for (i64 s = storage.tile_id; (u64)s < num_spine; s = storage.tile_id) {
     u64 first = (u64)s * PER_TILE + (u64)tid * MGPU_SPINE_VT;
+    // Every record of the thread's tiles is loaded before the scan, so that the fix-up below
+    // waits on no load (reading them in its loop, behind its stores, made the spine a chain of
+    // dependent loads: 8.5 us of SpMV's 580 on 47K tiles).
+    SegPair tile_totals[MGPU_SPINE_VT];
+    T tile_leads[MGPU_SPINE_VT];
+    O tile_slots[MGPU_SPINE_VT];
+    bool tile_continued[MGPU_SPINE_VT];
+#pragma unroll
+    for (int i = 0; i < MGPU_SPINE_VT; ++i) {
+      u64 t = first + i;
+      tile_totals[i] = none;
+      tile_continued[i] = false;
+      if (t < num_tiles) {
+        tile_totals[i] = totals[t];
+        tile_continued[i] = continued[t];
+        tile_leads[i] = leads[t];
+        tile_slots[i] = limits[t];
+      }
+    }
     SegPair total = none;
 #pragma unroll
-    for (int i = 0; i < MGPU_SPINE_VT; ++i)
-      if (first + i < num_tiles) total = SegPlus()(total, totals[first + i]);
+    for (int i = 0; i < MGPU_SPINE_VT; ++i) total = SegPlus()(total, tile_totals[i]);
     SegPair aggregate;
     SegPair prefix = cta_scan_exclusive(total, SegPlus(), none, aggregate, storage.scan);
     if (tid < MGPU_WARP) {
@@ -545,11 +592,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
     SegPair x = SegPlus()(storage.prefix, prefix);
 #pragma unroll
     for (int i = 0; i < MGPU_SPINE_VT; ++i) {
-      u64 t = first + i;
-      if (t < num_tiles) {
-        if (!rejected && continued[t]) dest[limits[t] - 1] = Op()(x.value, leads[t]);
-        x = SegPlus()(x, totals[t]);
-      }
+      if (!rejected && tile_continued[i])
+        dest[tile_slots[i] - 1] = Op()(x.value, tile_leads[i]);
+      x = SegPlus()(x, tile_totals[i]);
     }
     if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
     __syncthreads();  // the scan's storage is free and the next ticket visible
