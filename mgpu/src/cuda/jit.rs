@@ -600,8 +600,6 @@ pub struct SegReduceSpec {
 }
 
 impl SegReduceSpec {
-    /// The tiles gather their items (SpMV's vector, indirect CSR's values) rather than stream
-    /// them: the L1 cache serves them (`Gpu::keep_l1`).
     /// Lane-strided SpMV of 4-byte values keeps the tile's column indices in the slots of its
     /// products (each lane overwrites only the columns it gathered through), leaving shared
     /// memory to more CTAs and the L1 cache.
@@ -609,6 +607,8 @@ impl SegReduceSpec {
         self.items != SegItems::Values && self.strided && !self.indirect && value_size == 4
     }
 
+    /// The tiles gather their items (SpMV's vector, indirect CSR's values) rather than stream
+    /// them: the L1 cache serves them (`Gpu::keep_l1`).
     pub fn gathers(&self) -> bool {
         self.items != SegItems::Values || self.indirect
     }
