@@ -247,7 +247,11 @@ fn items_for(ty: &str, primitive: &str, arch: u32) -> Result<Vec<Item>, String> 
 fn launch_threads(kernel: &str, t: &Tuning) -> (u32, bool) {
     match kernel {
         "mgpu_merge_partition" | "mgpu_merge4_partition" => (MERGE_PARTITION_THREADS, false),
-        "mgpu_segreduce_partition" | "mgpu_segreduce_validate" => (SEGREDUCE_HELPER_THREADS, false),
+        "mgpu_segreduce_partition" | "mgpu_segreduce_validate" | "mgpu_segreduce_headless" => {
+            (SEGREDUCE_HELPER_THREADS, false)
+        }
+        // One thread per tile, NT to a CTA.
+        "mgpu_segreduce_fixup" => (t.nt, false),
         _ => (t.nt, true),
     }
 }
@@ -391,7 +395,10 @@ fn report(
             .and_then(|d| d.iter().find(|k| k.name == r.name));
         let drv_regs = drv.map_or("-".to_string(), |d| d.registers.to_string());
         // The tile and spine of a gathering module run with the carveout the library asks for.
-        let tiles_module = matches!(r.name.as_str(), "mgpu_segreduce" | "mgpu_segreduce_spine");
+        let tiles_module = matches!(
+            r.name.as_str(),
+            "mgpu_segreduce" | "mgpu_segreduce_spine" | "mgpu_segreduce_fixup"
+        );
         let limits = if item.gathers && tiles_module {
             SmLimits {
                 shared_bytes: gather_carveout(&limits, t.occ, r.shared_bytes),

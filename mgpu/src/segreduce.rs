@@ -102,11 +102,14 @@ struct Segments<'a, O: Offset> {
 
 /// What a plan keeps on the GPU (nothing on the CPU or without positions): the tile limits and,
 /// where no segment is empty, the packed heads (the seed's thread codes), which an apply copies
-/// with its items instead of reading the offsets and setting the heads from them.
+/// with its items instead of reading the offsets and setting the heads from them; and whether a
+/// segment starts in every tile but the last, when an apply completes the segments that cross
+/// tiles from each tile's neighbour instead of a spine's scan.
 #[derive(Default)]
 struct Prepared {
     limits: Option<DeviceMem>,
     codes: Option<DeviceMem>,
+    heads_everywhere: bool,
 }
 
 /// The tuning of a segmented reduction of `T`s: the table's, with VT at most 31 (a thread's heads
@@ -572,11 +575,15 @@ impl Context {
                         None
                     };
                     let owned;
-                    let (limits, codes) = match plan {
-                        Some((prepared, _)) => (prepared.limits.as_ref(), prepared.codes.as_ref()),
+                    let (limits, codes, heads_everywhere) = match plan {
+                        Some((prepared, _)) => (
+                            prepared.limits.as_ref(),
+                            prepared.codes.as_ref(),
+                            prepared.heads_everywhere,
+                        ),
                         None => {
                             owned = device::partition(gpu, &geometry, &tuning)?;
-                            (owned.as_ref(), None)
+                            (owned.as_ref(), None, false)
                         }
                     };
                     let items = Items {
@@ -592,6 +599,7 @@ impl Context {
                         &geometry,
                         limits,
                         codes,
+                        heads_everywhere,
                         bad.as_ref(),
                         items,
                         dest,
@@ -757,8 +765,9 @@ impl Context {
         })
     }
 
-    /// Partitions a validated direct geometry for `tuning` and, where no segment is empty, packs
-    /// its heads: what a plan keeps.
+    /// Partitions a validated direct geometry for `tuning`, where no segment is empty packs its
+    /// heads, and finds whether every tile but the last holds a segment start (a small read-back):
+    /// what a plan keeps.
     fn prepare<O: Offset>(&self, segs: &Segments<'_, O>, tuning: &Tuning) -> Result<Prepared> {
         let Backend::Cuda(gpu) = &self.backend else {
             return Ok(Prepared::default());
@@ -772,7 +781,13 @@ impl Context {
             } else {
                 device::codes(gpu, &geometry, limits.as_ref(), tuning)?
             };
-            Ok(Prepared { limits, codes })
+            let heads_everywhere =
+                device::heads_everywhere(gpu, &geometry, limits.as_ref(), tuning)?;
+            Ok(Prepared {
+                limits,
+                codes,
+                heads_everywhere,
+            })
         })
     }
 

@@ -63,11 +63,12 @@ pub enum Module {
     /// reduction over CSR segments (and SpMV); the whole family (what the tools compile and
     /// report on; the library loads its parts).
     SegReduce,
-    /// `mgpu_segreduce`, `mgpu_segreduce_spine`: the tiles of a segmented reduction or SpMV and
-    /// the carry across them.
+    /// `mgpu_segreduce`, `mgpu_segreduce_spine`, `mgpu_segreduce_fixup`: the tiles of a
+    /// segmented reduction or SpMV and the carry across them.
     SegReduceTiles,
-    /// `mgpu_segreduce_partition`, `mgpu_segreduce_validate`: the tile limits and the geometry's
-    /// checks, which depend on the offsets' width and the tile size only.
+    /// `mgpu_segreduce_partition`, `mgpu_segreduce_validate`, `mgpu_segreduce_codes`,
+    /// `mgpu_segreduce_headless`: the tile limits, the geometry's checks and a plan's packed
+    /// heads, which depend on the offsets' width and the tile size only.
     SegReduceHelpers,
 }
 
@@ -172,15 +173,22 @@ impl Module {
             Module::SegReduce => &[
                 "mgpu_segreduce",
                 "mgpu_segreduce_spine",
+                "mgpu_segreduce_fixup",
                 "mgpu_segreduce_partition",
                 "mgpu_segreduce_validate",
                 "mgpu_segreduce_codes",
+                "mgpu_segreduce_headless",
             ],
-            Module::SegReduceTiles => &["mgpu_segreduce", "mgpu_segreduce_spine"],
+            Module::SegReduceTiles => &[
+                "mgpu_segreduce",
+                "mgpu_segreduce_spine",
+                "mgpu_segreduce_fixup",
+            ],
             Module::SegReduceHelpers => &[
                 "mgpu_segreduce_partition",
                 "mgpu_segreduce_validate",
                 "mgpu_segreduce_codes",
+                "mgpu_segreduce_headless",
             ],
         }
     }

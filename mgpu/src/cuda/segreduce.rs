@@ -227,13 +227,44 @@ pub(crate) fn codes(
     Ok(Some(codes))
 }
 
+/// Whether a segment starts in every tile of `limits` (from [`partition`]) but the last: then a
+/// segment that crosses tiles starts in the tile before the one it ends in, and [`reduce`]
+/// completes it from that neighbour (`mgpu_segreduce_fixup`) instead of a spine's scan. Waits for
+/// the stream (a 4-byte read-back); false without positions.
+pub(crate) fn heads_everywhere(
+    gpu: &Arc<Gpu>,
+    geometry: &Geometry,
+    limits: Option<&DeviceMem>,
+    tuning: &Tuning,
+) -> Result<bool> {
+    let Some(limits) = limits else {
+        return Ok(false);
+    };
+    let module = helper_module(gpu, geometry, tuning)?;
+    let (f, _) = module.function("mgpu_segreduce_headless");
+    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+    let headless = DeviceMem::zeroed(gpu, 4)?;
+    let block = 256u32;
+    launch(
+        gpu,
+        f,
+        u32::try_from(num_tiles.div_ceil(block as u64)).expect("fewer than 2^32 tiles"),
+        block,
+        &[&limits.ptr, &num_tiles, &headless.ptr],
+    )?;
+    let mut found = [0u32];
+    gpu.download(headless.ptr, &mut found)?;
+    Ok(found[0] == 0)
+}
+
 /// Tiles per thread of the spine (kernel_segreduce.cu's MGPU_SPINE_VT): a spine tile takes the
 /// totals of `nt * SPINE_VT` reduction tiles.
 pub(crate) const SPINE_VT: u32 = 8;
 
 /// The segmented reduction of a geometry with its tile `limits` (from [`partition`] with the
-/// same tuning) and, from a plan, its packed heads (from [`codes`]): one result per segment to
-/// `dest`, the identity for empty segments. The geometry was validated, or its validation is
+/// same tuning) and, from a plan, its packed heads (from [`codes`]) and whether a segment starts
+/// in every tile but the last (from [`heads_everywhere`]): one result per segment to `dest`, the
+/// identity for empty segments. The geometry was validated, or its validation is
 /// queued before (`bad`, from [`launch_validation`]): where that finds a bad index, the kernels
 /// write nothing.
 #[allow(clippy::too_many_arguments)]
@@ -242,6 +273,7 @@ pub(crate) fn reduce<T: Element>(
     geometry: &Geometry,
     limits: Option<&DeviceMem>,
     codes: Option<&DeviceMem>,
+    heads_everywhere: bool,
     bad: Option<&DeviceMem>,
     items: Items<'_>,
     dest: CUdeviceptr,
@@ -313,6 +345,18 @@ pub(crate) fn reduce<T: Element>(
     )?;
     if num_tiles == 1 {
         return Ok(()); // a single tile continues no segment
+    }
+    if heads_everywhere {
+        debug_assert!(bad == 0, "a plan's geometry was checked when it was made");
+        let (fixup, _) = module.function("mgpu_segreduce_fixup");
+        let grid = num_tiles.div_ceil(tuning.nt as u64);
+        return launch(
+            gpu,
+            fixup,
+            u32::try_from(grid).expect("fewer than 2^32 tiles"),
+            tuning.nt,
+            &[&totals, &leads, &continued, &limits.ptr, &num_tiles, &dest],
+        );
     }
     let (spine, resident) = module.function("mgpu_segreduce_spine");
     let num_spine = num_tiles.div_ceil(tuning.nt as u64 * SPINE_VT as u64);

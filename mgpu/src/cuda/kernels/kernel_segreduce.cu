@@ -602,6 +602,37 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
 }
 #endif
 
+#ifdef MGPU_WANT_mgpu_segreduce_fixup
+// The spine of a plan in which every tile but the last holds a segment start (no tile lies inside
+// one segment: mgpu_segreduce_headless found none). The segment a tile continues then began in
+// the tile before, whose total is that segment's part there: each continued tile is completed
+// from its neighbour alone, in one round of loads, without the spine's tickets, scan and
+// look-back (7 us of SpMV's 585 on random rows).
+extern "C" __global__ void __launch_bounds__(MGPU_NT)
+    mgpu_segreduce_fixup(const SegPair* totals, const T* leads, const unsigned char* continued,
+                         const O* limits, u64 num_tiles, T* dest) {
+  u64 t = (u64)blockIdx.x * MGPU_NT + threadIdx.x;
+  if (t == 0 || t >= num_tiles) return;  // tile 0 continues nothing
+  bool c = continued[t];
+  O slot = limits[t];
+  T lead = leads[t];
+  T carry = totals[t - 1].value;
+  if (c) dest[slot - 1] = Op()(carry, lead);
+}
+#endif
+
+#ifdef MGPU_WANT_mgpu_segreduce_headless
+// Sets *headless when a tile before the last holds no segment start (limits[t + 1] ==
+// limits[t]): a plan without one completes its tiles with mgpu_segreduce_fixup.
+extern "C" __global__ void mgpu_segreduce_headless(const O* limits, u64 num_tiles,
+                                                   unsigned* headless) {
+  u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  bool none = t + 1 < num_tiles && limits[t + 1] == limits[t];
+  // One atomic per warp at most (one segment over 2^31 items leaves 730K tiles without a start).
+  if (__ballot_sync(~0u, none) && (threadIdx.x & 31) == 0) atomicOr(headless, 1u);
+}
+#endif
+
 #ifdef MGPU_WANT_mgpu_segreduce_partition
 // Tile limits: limits[t] = the first segment starting at or after tile t's first position, for
 // t < num_tiles, and limits[num_tiles] = the first segment starting at `count` (the empty ones
