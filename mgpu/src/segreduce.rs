@@ -218,7 +218,9 @@ fn column_error(name: &str, i: usize, col: u32, x_len: usize) -> crate::Error {
 /// operators) with [`Context::segreduce_apply`]: Modern GPU's SegReduceCsrPreprocess. It borrows
 /// the offsets, which cannot change while it lives. On the GPU it keeps the tile partition and,
 /// when no segment is empty, the segment heads packed one 32-bit word per thread (about 4 bytes
-/// per 23 positions for 4-byte values), so that an apply does not read the offsets.
+/// per 23 positions for 4-byte values), so that an apply does not read the offsets. Making it
+/// waits for the GPU twice (its checks, and whether a segment starts in every tile, when an
+/// apply completes the segments that cross tiles without a scan); an apply does not wait.
 ///
 /// ```
 /// use mgpu::{Context, Op};
