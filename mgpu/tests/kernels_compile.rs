@@ -448,14 +448,14 @@ fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>)
                 variants.extend([(false, false, true), (true, false, true)]);
             }
             // Direct SpMV gathers either way (lane-strided or each thread its own items).
-            let gathers = if items != SegItems::Values && !indirect {
+            let strides = if items != SegItems::Values && !indirect {
                 &[false, true][..]
             } else {
                 &[false][..]
             };
             let variants = variants
                 .into_iter()
-                .flat_map(|v| gathers.iter().map(move |&s| (v, s)));
+                .flat_map(|v| strides.iter().map(move |&s| (v, s)));
             for ((wide_count, empty, codes), strided) in variants {
                 let spec = SegReduceSpec {
                     items,

@@ -361,8 +361,9 @@ impl Gpu {
 
     /// [`Gpu::load`]; with `gathers`, the module's tiles gather through the L1 cache (SpMV's
     /// vector, indirect CSR's values), and its kernels take only the shared memory of
-    /// `tuning.occ` CTAs per SM: the rest stays L1. (Left to the driver, such a kernel got all of it; the L1 left held
-    /// too few gathers in flight, and f64 SpMV on random rows ran at half speed: BENCHMARKS.md.)
+    /// `tuning.occ` CTAs per SM: the rest stays L1. (Left to the driver, such a kernel got all of
+    /// it; the L1 left held too few gathers in flight, and f64 SpMV on random rows ran at half
+    /// speed: BENCHMARKS.md.)
     fn load_with(
         &self,
         key: String,

@@ -46,8 +46,8 @@
 //                  shared memory (see SegReduceStorage)
 //   T the value type, O the offset type (unsigned or u64), C the scan's count type, Op (and Mul).
 // A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs): the tiles and
-// the spine (mgpu_segreduce, mgpu_segreduce_spine) apart from the helpers (partition, validate),
-// which need no value type.
+// what carries across them (mgpu_segreduce, mgpu_segreduce_spine, mgpu_segreduce_fixup) apart
+// from the helpers (partition, validate, codes, headless), which need no value type.
 
 typedef RunPairOf<C, T> SegPair;
 typedef RunPlusOf<C, T, Op> SegPlus;
@@ -562,7 +562,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
     u64 first = (u64)s * PER_TILE + (u64)tid * MGPU_SPINE_VT;
     // Every record of the thread's tiles is loaded before the scan, so that the fix-up below
     // waits on no load (reading them in its loop, behind its stores, made the spine a chain of
-    // dependent loads: 8.5 us of SpMV's 580 on 47K tiles).
+    // dependent loads: 8.4 us of SpMV's 580 on 47K tiles).
     SegPair tile_totals[MGPU_SPINE_VT];
     T tile_leads[MGPU_SPINE_VT];
     O tile_slots[MGPU_SPINE_VT];
