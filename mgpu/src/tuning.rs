@@ -396,8 +396,18 @@ const TABLE: &[Entry] = &[
     //   0.604 | 0.547 | 0.272 | 0.264, the driver's choice 0.637 | 0.536 | 0.247 | 0.248; f64 at
     //   70% (128x15x6) 0.681 | 0.736 | 0.369 | 0.363, the driver's choice 1.240 | 1.265 | 0.401 |
     //   0.445.
+    // f64 once 8-byte tiles keep their columns in the products' slots and read the matrix
+    //   values evicting first (2026-11-24, H100 SXM, 2^26, apply ms random | power-law | 2-D |
+    //   3-D, two runs each): 128x9x10 0.619 | 0.642-0.645 | 0.362 | 0.344-0.346; 128x9x8 0.615-
+    //   0.617 | 0.642-0.644 | 0.363-0.368 | 0.345-0.354; 128x7x10 0.619 | 0.645-0.649 | 0.365 |
+    //   0.344-0.348; 256x7x5 0.614-0.620 | 0.643-0.645 | 0.371-0.373 | 0.353-0.354; 256x5x7
+    //   0.614-0.617 | 0.649-0.651 | 0.374-0.375 | 0.360; 128x11x9 0.616-0.617 | 0.636 | 0.381-0.383
+    //   | 0.359; 128x13x7 0.623-0.626 | 0.632-0.633 | 0.412-0.418 | 0.385. Larger tiles lose the
+    //   stencils (the matrix values' loads wait behind the gathers); 128x15x6 and 256x7x6 spill.
+    //   The former 128x15x6 with the old tiles (two runs): 0.646-0.648 | 0.718-0.720 | 0.359-0.360
+    //   | 0.341-0.342.
     e(Family::Spmv, 90, 4, 128, 11, 12),
-    e(Family::Spmv, 90, 8, 128, 15, 6),
+    e(Family::Spmv, 90, 8, 128, 9, 10),
     // `mgpu tune select` / `mgpu tune reduce-by-key` (2026-11-23, H100 SXM, i32 at 2^26, G items
     //   per s): keys 256x23x2 358.4, 1.000x the entry's 358.4; keys with values 128x31x4 221.4
     //   (the entry): kept.

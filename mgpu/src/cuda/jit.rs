@@ -608,11 +608,14 @@ pub struct SegReduceSpec {
 }
 
 impl SegReduceSpec {
-    /// Lane-strided SpMV of 4-byte values keeps the tile's column indices in the slots of its
-    /// products (each lane overwrites only the columns it gathered through), leaving shared
-    /// memory to more CTAs and the L1 cache.
+    /// Lane-strided SpMV of 4- or 8-byte values keeps the tile's column indices in the slots of
+    /// its products (overwritten once the warp has read them), leaving shared memory to more
+    /// CTAs and the L1 cache.
     pub fn cols_in_values(&self, value_size: usize) -> bool {
-        self.items != SegItems::Values && self.strided && !self.indirect && value_size == 4
+        self.items != SegItems::Values
+            && self.strided
+            && !self.indirect
+            && (value_size == 4 || value_size == 8)
     }
 
     /// The tiles gather their items (SpMV's vector, indirect CSR's values) rather than stream

@@ -42,8 +42,8 @@
 //                  direct, non-empty segments only
 //   MGPU_SPINE_VT  tiles per thread of the spine
 //   MGPU_STRIDED   direct SpMV: a warp gathers lane-strided (see the tile), for long rows
-//   MGPU_COLS_IN_VALUES  lane-strided SpMV of 4-byte values: the columns share the products'
-//                  shared memory (see SegReduceStorage)
+//   MGPU_COLS_IN_VALUES  lane-strided SpMV of 4- or 8-byte values: the columns share the
+//                  products' shared memory (see SegReduceStorage)
 //   T the value type, O the offset type (unsigned or u64), C the scan's count type, Op (and Mul).
 // A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs): the tiles and
 // what carries across them (mgpu_segreduce, mgpu_segreduce_spine, mgpu_segreduce_fixup) apart
@@ -73,13 +73,27 @@ constexpr int MGPU_HEADS = MGPU_NV + 16 / (int)sizeof(Mark);
 static_assert(MGPU_VT <= 32, "a thread's heads and ends are 32-bit masks");
 static_assert(!MGPU_CODES || !MGPU_WIDE_MARKS, "packed heads are for direct, non-empty segments");
 
-// MGPU_COLS_IN_VALUES (lane-strided SpMV of 4-byte values): the column indices lie in the slots
-// of the products, and the lane that gathers through a column writes that position's product,
-// the matrix value read from global memory (wider or narrower values would overwrite columns
-// that other warps have yet to read).
+// MGPU_COLS_IN_VALUES (lane-strided SpMV of 4- or 8-byte values): the column indices lie in the
+// products' slots, and the matrix values are read from global memory with the gathers. 4-byte
+// values: position p's column in its product's slot, which only the lane that gathers through it
+// overwrites. 8-byte values: a warp's part of the tile (32 * VT positions, twice as many words)
+// keeps its columns in the upper half of its words (col_slot), and its products overwrite them
+// only after a warp barrier, once every lane has read its columns.
 static_assert(!MGPU_COLS_IN_VALUES ||
-                  (MGPU_SPMV && MGPU_STRIDED && !MGPU_INDIRECT && sizeof(T) == sizeof(unsigned)),
-              "columns share the products' slots only for lane-strided 4-byte SpMV");
+                  (MGPU_SPMV && MGPU_STRIDED && !MGPU_INDIRECT &&
+                   (sizeof(T) == 4 || sizeof(T) == 8)),
+              "columns share the products' slots only for lane-strided 4- or 8-byte SpMV");
+#if MGPU_COLS_IN_VALUES
+// 32-bit words per value.
+constexpr int MGPU_VALUE_WORDS = (int)sizeof(T) / 4;
+// The word that holds the column of tile position q: the warp's part of the tile, then the upper
+// half of its words when values are 8 bytes (32 * VT is a multiple of 4: 16-byte chunks of
+// columns stay whole and aligned).
+__device__ __forceinline__ int col_slot(int q) {
+  constexpr int PART = 32 * MGPU_VT;
+  return q + (MGPU_VALUE_WORDS - 1) * PART * (q / PART + 1);
+}
+#endif
 
 struct SegReduceStorage {
   // The tile's items (the matrix values for binary SpMV, or lane-strided SpMV's products); once
@@ -89,7 +103,7 @@ struct SegReduceStorage {
 #if MGPU_COLS_IN_VALUES
   union {
     __align__(16) T values[MGPU_NV];
-    __align__(16) unsigned cols[MGPU_NV];  // each replaced by its product, lane by lane
+    __align__(16) unsigned cols[MGPU_NV * MGPU_VALUE_WORDS];  // at col_slot, then products
   };
 #else
   __align__(16) T values[MGPU_NV];
@@ -126,6 +140,50 @@ struct SegReduceStorage {
   int empties;  // an empty segment starts in the tile
 #endif
 };
+
+#if MGPU_COLS_IN_VALUES
+// Global -> shared: the tile's `n` columns, each to its col_slot (a whole, aligned tile in
+// 16-byte cp.async chunks, complete at the caller's cp_async_wait_all).
+__device__ __forceinline__ void load_cols_to_slots(const unsigned* src, int n, unsigned* slots,
+                                                   int tid) {
+  if (MGPU_VALUE_WORDS == 1) {
+    load_plain_to_shared<unsigned, false>(src, n, slots, tid);
+    return;
+  }
+  if (n == MGPU_NV && ((size_t)src & 15) == 0) {
+    constexpr int CHUNKS = MGPU_NV / 4;
+#pragma unroll
+    for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
+      int c = i * MGPU_NT + tid;
+      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS) cp_async<16>(slots + col_slot(4 * c), src + 4 * c);
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int q = i * MGPU_NT + tid;
+    if (q < n) slots[col_slot(q)] = src[q];
+  }
+}
+
+// A matrix value, read once: evicted first from L1 and L2 (ld.global.cs), so that the vector's
+// gathered lines stay cached (on power-law rows, where the vector is half the L2, this halved
+// what the gathers read from DRAM: BENCHMARKS.md). In words as wide as its alignment allows.
+__device__ __forceinline__ T load_matrix_value(const T* p) {
+  T x;
+  if constexpr (sizeof(T) == 8 && alignof(T) >= 8) {
+    u64 bits = __ldcs(reinterpret_cast<const u64*>(p));
+    memcpy(&x, &bits, sizeof(T));
+  } else {
+    unsigned bits[MGPU_VALUE_WORDS];
+#pragma unroll
+    for (int k = 0; k < MGPU_VALUE_WORDS; ++k)
+      bits[k] = __ldcs(reinterpret_cast<const unsigned*>(p) + k);
+    memcpy(&x, bits, sizeof(T));
+  }
+  return x;
+}
+#endif
 
 struct SegMax {
   __device__ __forceinline__ O operator()(O a, O b) const { return a > b ? a : b; }
@@ -297,7 +355,11 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   load_tile_to_shared_async<false>(values, base, n, values.vector_ok_at(base), identity,
                                    storage.values, tid);
 #else
+#if MGPU_COLS_IN_VALUES
+  load_cols_to_slots(cols + base, n, storage.cols, tid);
+#else
   load_plain_to_shared<unsigned, false>(cols + base, n, storage.cols, tid);
+#endif
 #if MGPU_SPMV == 2 && !MGPU_COLS_IN_VALUES
   load_plain_to_shared<T, false>(matrix + base, n, storage.values, tid);
 #endif
@@ -436,26 +498,34 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #endif
   T v[MGPU_VT];
 #if MGPU_SPMV == 2 && MGPU_COLS_IN_VALUES
-  T a[MGPU_VT];  // the matrix values, read lane-strided (coalesced) with the gathers
+  // The matrix values, read lane-strided (coalesced): 4-byte ones with the gathers, 8-byte ones
+  // once the gathers are issued (held in registers with them, they spilled).
+  T a[MGPU_VT];
 #endif
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     int p = gather0 + i * STEP;
+#if MGPU_COLS_IN_VALUES
+    v[i] = p < n ? __ldg(vec + storage.cols[col_slot(p)]) : identity;
+#else
     v[i] = p < n ? __ldg(vec + storage.cols[p]) : identity;
+#endif
 #if MGPU_SPMV == 2 && MGPU_COLS_IN_VALUES
-    if (p < n) {
-      unsigned bits = __ldg(reinterpret_cast<const unsigned*>(matrix) + base + p);
-      memcpy(&a[i], &bits, sizeof(bits));
-    }
+    if (MGPU_VALUE_WORDS == 1 && p < n) a[i] = load_matrix_value(matrix + base + p);
 #endif
   }
   // Every gather is issued before the first is used: a compiler barrier keeps the loads ahead
   // of the products and the pass below.
   asm volatile("" ::: "memory");
+#if MGPU_COLS_IN_VALUES
+  // 8-byte products overwrite other lanes' columns (col_slot).
+  if (MGPU_VALUE_WORDS > 1) __syncwarp();
+#endif
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     int p = gather0 + i * STEP;
 #if MGPU_SPMV == 2 && MGPU_COLS_IN_VALUES
+    if (MGPU_VALUE_WORDS > 1 && p < n) a[i] = load_matrix_value(matrix + base + p);
     if (p < n) v[i] = Mul()(a[i], v[i]);
 #elif MGPU_SPMV == 2
     if (p < n) v[i] = Mul()(storage.values[p], v[i]);
