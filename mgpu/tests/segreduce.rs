@@ -1441,6 +1441,89 @@ fn spmv_random_f64_u64_offsets() {
     spmv_suite::<f64, u64>(|r: &mut StdRng| r.random_range(-4..8) as f64);
 }
 
+/// SpMV on views at unaligned offsets: the matrix `slice(3..)`, the columns `slice(1..)` (not
+/// 16-byte aligned: the tiles copy them element by element), the vector `slice(2..)`, into the
+/// output `slice_mut(5..)` of a poisoned buffer. Rows average 40 nonzeros, so 4-byte values
+/// gather lane-strided too.
+fn spmv_views_for<T: TestElement + Arithmetic, O: TestOffset>(ctx: &Context, r: &mut StdRng) {
+    let nv = seg_tile::<T, O>(ctx, SegItems::SpmvBinary, false);
+    let (mul, add) = (Op::multiplies(), Op::plus());
+    for nnz in [
+        1,
+        nv - 1,
+        nv,
+        3 * nv + 5,
+        if ctx.is_gpu() { BIG } else { 10_007 },
+    ] {
+        let lengths = gen_lengths(r, nnz, Dist::Uniform(40), nv);
+        let csr = Csr::random(r, &lengths);
+        let rows = csr.offsets.len();
+        let what = format!(
+            "{ctx:?} spmv views {}/{} nnz={nnz} rows={rows}",
+            T::CUDA_TYPE,
+            O::CUDA_TYPE
+        );
+        let mhost: Vec<T> = random_vec(r, nnz + 7);
+        let mut chost = vec![u32::MAX];
+        chost.extend(&csr.cols);
+        chost.push(u32::MAX);
+        let xhost: Vec<T> = random_vec(r, csr.x_len + 4);
+        let (mbuf, cbuf, obuf, xbuf) = (
+            ctx.upload(&mhost).unwrap(),
+            ctx.upload(&chost).unwrap(),
+            ctx.upload(&to_o::<O>(&csr.offsets)).unwrap(),
+            ctx.upload(&xhost).unwrap(),
+        );
+        let (m, c, x) = (
+            mbuf.slice(3..3 + nnz),
+            cbuf.slice(1..1 + nnz),
+            xbuf.slice(2..2 + csr.x_len),
+        );
+        let expect = csr.product(
+            None,
+            Some(&mhost[3..3 + nnz]),
+            &xhost[2..2 + csr.x_len],
+            &mul,
+            &add,
+        );
+        let mut full = vec![T::poison(); 5];
+        full.extend(&expect);
+        full.extend([T::poison(); 4]);
+
+        let mut y = poisoned::<T>(ctx, rows + 9);
+        ctx.spmv_csr(
+            &m,
+            &c,
+            &obuf,
+            &x,
+            &mut y.slice_mut(5..5 + rows),
+            true,
+            &mul,
+            &add,
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        check(&y.to_vec().unwrap(), &full, &what);
+
+        let plan = ctx
+            .spmv_plan::<T, O>(&c, &obuf, csr.x_len, true)
+            .unwrap_or_else(|e| panic!("{what} plan: {e}"));
+        let mut y = poisoned::<T>(ctx, rows + 9);
+        ctx.spmv_apply(&plan, &m, &x, &mut y.slice_mut(5..5 + rows), &mul, &add)
+            .unwrap_or_else(|e| panic!("{what} apply: {e}"));
+        check(&y.to_vec().unwrap(), &full, &format!("{what} apply"));
+    }
+}
+
+#[test]
+fn spmv_views_at_unaligned_offsets() {
+    let mut r = rng();
+    for ctx in backends() {
+        spmv_views_for::<f32, u32>(&ctx, &mut r);
+        spmv_views_for::<f64, u32>(&ctx, &mut r);
+        spmv_views_for::<i64, u64>(&ctx, &mut r);
+    }
+}
+
 #[test]
 fn spmv_laplacian() {
     let mut r = rng();
