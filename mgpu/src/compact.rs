@@ -9,7 +9,7 @@
 use crate::buffer::{output, View, ViewMut};
 use crate::context::{Backend, Context};
 use crate::cuda::compact::CompactArrays;
-use crate::cuda::jit::{CompactSpec, KeyTest, Rejected};
+use crate::cuda::compact::{CompactSpec, KeyTest, Rejected};
 use crate::error::{invalid, Result};
 use crate::segreduce::Offset;
 use crate::tuning::{self, Family};
@@ -495,7 +495,7 @@ impl Context {
                         count_out: slot.0,
                         ..arrays
                     };
-                    crate::cuda::compact::reduce_by_key(
+                    crate::cuda::reduce_by_key::reduce_by_key(
                         gpu, equal, op, arrays, constant, n as u64, &tuning,
                     )?;
                     Ok(slot)

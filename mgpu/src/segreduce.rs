@@ -26,8 +26,9 @@
 
 use crate::buffer::{input, output, View, ViewMut};
 use crate::context::{Backend, Context};
-use crate::cuda::jit::{Load, SegItems};
+use crate::cuda::jit::Load;
 use crate::cuda::memory::DeviceMem;
+use crate::cuda::segreduce::SegItems;
 use crate::cuda::segreduce::{self as device, Checks, Geometry, Items};
 use crate::error::{invalid, Result};
 use crate::source::{HostRead, Source, SourceParts};

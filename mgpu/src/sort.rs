@@ -3,7 +3,7 @@
 
 use crate::buffer::{input, output, View, ViewMut};
 use crate::context::Backend;
-use crate::cuda::{self, jit::SortValues, Gpu};
+use crate::cuda::{self, sort::SortValues, Gpu};
 use crate::error::{invalid, Result};
 use crate::tuning::{self, Family, Tuning};
 use crate::{cpu, Comparator, Context, Element, Slice, SliceMut};

@@ -10,7 +10,7 @@
 
 mod common;
 use common::*;
-use mgpu::cuda::jit::SegItems;
+use mgpu::cuda::segreduce::SegItems;
 use mgpu::tuning::Family;
 use mgpu::{
     Arithmetic, Context, Count, Element, Equality, Error, Op, Predicate, ReduceByKeyAlgorithm,

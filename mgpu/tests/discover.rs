@@ -86,12 +86,8 @@ fn child() {
 
     let op = Op::<i32>::plus();
     let tuning = tuning::lookup(Family::Reduce, 90, 4).unwrap();
-    let source = jit::source(
-        jit::Module::Reduce,
-        Some(&op),
-        &jit::Load::plain::<i32>(),
-        &tuning,
-    );
+    let spec = mgpu::cuda::reduce::OpSpec::new(Some(&op), &jit::Load::plain::<i32>(), &tuning);
+    let source = mgpu::cuda::family::source::<mgpu::cuda::reduce::Reduce>(&spec, None);
     let compiled = jit::compile_uncached("discover_reduce_i32", &source, 90)
         .unwrap_or_else(|e| panic!("compile with {found}: {e}"));
     assert!(!compiled.cubin.is_empty());

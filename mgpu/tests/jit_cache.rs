@@ -19,17 +19,13 @@ fn child_uses_kernels() {
         assert_eq!(out.to_vec().unwrap(), vec![0, 1, 3]);
     } else {
         // No GPU: go through the same compile-or-load path for sm_90.
-        use mgpu::cuda::jit::{compile, source, Load, Module};
+        use mgpu::cuda::family::source;
+        use mgpu::cuda::jit::{compile, Load};
+        use mgpu::cuda::{reduce::OpSpec, reduce::Reduce, scan::Scan};
         let t = mgpu::tuning::lookup(mgpu::tuning::Family::Scan, 90, 4).unwrap();
-        let load = Load::plain::<i32>();
-        for m in [Module::Reduce, Module::Scan] {
-            compile(
-                m.name(),
-                &source(m, Some(&Op::<i32>::plus()), &load, &t),
-                90,
-            )
-            .unwrap();
-        }
+        let spec = OpSpec::new(Some(&Op::<i32>::plus()), &Load::plain::<i32>(), &t);
+        compile("reduce", &source::<Reduce>(&spec, None), 90).unwrap();
+        compile("scan", &source::<Scan>(&spec, None), 90).unwrap();
     }
     let s = mgpu::cuda::jit::stats();
     println!("JIT compiles={} disk_hits={}", s.compiles, s.disk_hits);

@@ -1,12 +1,22 @@
 //! Every kernel instantiation compiles with NVRTC for sm_90, and ptxas reports no spill and no
-//! stack frame (no register array fell into local memory). Needs libnvrtc, not a GPU; without
-//! it the test is skipped unless MGPU_REQUIRE_NVRTC=1 (CI sets it).
+//! stack frame (no register array fell into local memory): every family of the registry with its
+//! own list of instantiations, plus user types, mapped inputs and custom expressions. Needs
+//! libnvrtc, not a GPU; without it the test is skipped unless MGPU_REQUIRE_NVRTC=1 (CI sets it).
 
 mod common;
 use common::*;
-use mgpu::cuda::jit::{self, Load, Module, SegItems, SegReduceSpec, SortValues};
+use mgpu::cuda::compact::{CompactModule, CompactSpec, KeyTest, Rejected};
+use mgpu::cuda::family::{self, table_for, Instance, KernelFamily};
+use mgpu::cuda::jit::{self, ElementDesc, Load};
+use mgpu::cuda::reduce::{OpSpec, Reduce};
+use mgpu::cuda::reduce_by_key::{self, ReduceByKey};
+use mgpu::cuda::registry::FAMILIES;
+use mgpu::cuda::scan::{computed_input_tuning, Scan};
+use mgpu::cuda::segreduce::{self as seg, SegItems, SegModule, SegReduce, SegReduceSpec};
+use mgpu::cuda::sort::{Merge, MergeSpec, SortValues};
+use mgpu::cuda::transform::Transform;
 use mgpu::tuning::{self, Family};
-use mgpu::{Comparator, Element, Error, Map, Op};
+use mgpu::{Element, Error, Map, Op};
 
 fn nvrtc() -> bool {
     let ok = jit::nvrtc_available();
@@ -32,221 +42,269 @@ fn no_report(c: &jit::Compiled) -> bool {
     missing
 }
 
-fn check_type<T: Element>(ops: &[Op<T>]) -> Vec<String> {
-    check_load(ops, &Load::plain::<T>(), "plain")
-}
-
-/// Reduce and scan (and, for mapped or counting input, transform) modules reading their input as
-/// `load` says.
-fn check_load<T: Element>(ops: &[Op<T>], load: &Load, what: &str) -> Vec<String> {
-    let mut lines = Vec::new();
-    for op in ops {
-        let mut modules = vec![
-            (Module::Reduce, Family::Reduce),
-            (Module::Scan, Family::Scan),
-            (Module::Reduce, Family::Scan),
-        ];
-        if !load.is_plain() {
-            modules.push((Module::Transform, Family::Reduce));
-        }
-        for (module, family) in modules {
-            // (Reduce, Scan): the upsweep of reduce-then-scan runs the reduce kernel with the scan's
-            // tiles.
-            let size = std::mem::size_of::<T>();
-            let mut tuning = tuning::lookup(family, ARCH, size).unwrap();
-            if family == Family::Scan && !load.is_plain() {
-                tuning = tuning::for_computed_input(tuning);
-            }
-            if module == Module::Reduce && family == Family::Scan {
-                tuning = tuning::upsweep(tuning, ARCH, size).unwrap();
-            }
-            let op = (module != Module::Transform).then_some(op);
-            let src = jit::source(module, op, load, &tuning);
-            let name = op.map_or("-", |o| o.name());
-            let c = jit::compile_uncached(module.name(), &src, ARCH).unwrap_or_else(|e| {
-                panic!("{} {what} {name} {}: {e}", T::CUDA_TYPE, module.name())
+/// Compiles the whole family's module of `inst` and checks each kernel it compiles: one report
+/// line per kernel.
+fn check(inst: &Instance) -> Vec<String> {
+    let what = format!("{} {} {}", inst.family, inst.element.cuda_type, inst.label);
+    let c = jit::compile_uncached(inst.family, &inst.source, ARCH)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(!c.cubin.is_empty());
+    if no_report(&c) {
+        eprintln!("warning: NVRTC returned no ptxas report for {what}");
+        return Vec::new();
+    }
+    let t = inst.tuning;
+    inst.kernels
+        .iter()
+        .map(|k| {
+            let r = c.reports.iter().find(|r| r.name == *k).unwrap_or_else(|| {
+                panic!(
+                    "no ptxas report for {k} ({what}): {:?}\nlog:\n{}",
+                    c.reports, c.log
+                )
             });
-            assert!(!c.cubin.is_empty());
-            if no_report(&c) {
-                eprintln!(
-                    "warning: NVRTC returned no ptxas report for {} {what} {name} {}",
-                    T::CUDA_TYPE,
-                    module.name()
-                );
-                continue;
-            }
-            for k in module.kernels() {
-                let r = c.reports.iter().find(|r| r.name == *k).unwrap_or_else(|| {
-                    panic!("no ptxas report for {k}: {:?}\nlog:\n{}", c.reports, c.log)
-                });
-                let line = format!(
-                    "{:<18} {:<8} {:<16} {:<5} {:>4}x{:<2} {:<19} regs {:>3} smem {:>6} stack {} spills {}/{}",
-                    T::CUDA_TYPE, what, name, op.is_some_and(|o| o.is_commutative()), tuning.nt, tuning.vt, k,
-                    r.registers, r.shared_bytes, r.stack_frame, r.spill_stores, r.spill_loads
-                );
-                assert!(r.clean(), "local memory used: {line}");
-                lines.push(line);
-            }
-        }
-    }
-    lines
+            let line = format!(
+                "{:<24} {:>4}x{:<2}x{:<2} regs {:>3} smem {:>6} stack {} spills {}/{}  {what}",
+                k,
+                t.nt,
+                t.vt,
+                t.occ,
+                r.registers,
+                r.shared_bytes,
+                r.stack_frame,
+                r.spill_stores,
+                r.spill_loads
+            );
+            let mark = if r.clean() { "" } else { "  <- LOCAL MEMORY" };
+            format!("{line}{mark}")
+        })
+        .collect()
 }
 
-fn arith<T: Element + mgpu::Arithmetic>() -> Vec<String> {
-    check_type::<T>(&[Op::plus(), Op::plus().commutative(false), Op::maximum()])
-}
-
-#[test]
-fn every_kernel_compiles_without_spills() {
-    if !nvrtc() {
-        return;
-    }
-    let mut lines = Vec::new();
-    lines.extend(arith::<i8>());
-    lines.extend(arith::<u8>());
-    lines.extend(arith::<i16>());
-    lines.extend(arith::<u16>());
-    lines.extend(arith::<i32>());
-    lines.extend(arith::<u32>());
-    lines.extend(arith::<i64>());
-    lines.extend(arith::<u64>());
-    lines.extend(arith::<f32>());
-    lines.extend(arith::<f64>());
-    lines.extend(check_type(&[affine_op()]));
-    lines.extend(check_type(&[tagged_op()]));
-    lines.extend(check_type(&[add_mod_prime()]));
-    eprintln!("{}", lines.join("\n"));
-}
-
-/// Mapped inputs (same type, wider type, a struct's field) and counting inputs.
-#[test]
-fn mapped_and_counting_kernels_compile_without_spills() {
-    if !nvrtc() {
-        return;
-    }
-    let mut lines = Vec::new();
-    let square = Load::mapped(&Map::<f32, f32>::square());
-    lines.extend(check_load(&[Op::<f32>::plus()], &square, "square"));
-    let widen = Map::new("widen", |x: f32| x as f64, "(double)x");
-    let non_commutative = Op::<f64>::plus().commutative(false);
-    lines.extend(check_load(
-        &[non_commutative],
-        &Load::mapped(&widen),
-        "widen",
-    ));
-    let byte = Map::new("u8_to_u32", |x: u8| x as u32, "(unsigned)x");
-    lines.extend(check_load(
-        &[Op::<u32>::plus()],
-        &Load::mapped(&byte),
-        "widen",
-    ));
-    let field = Map::new("field_b", |x: Affine| x.b as u64, "(unsigned long long)x.b");
-    lines.extend(check_load(
-        &[Op::<u64>::plus()],
-        &Load::mapped(&field),
-        "field",
-    ));
-    let to_affine = Map::new(
-        "to_affine",
-        |x: u32| Affine { a: x | 1, b: x },
-        "Affine{ x | 1u, x }",
-    );
-    lines.extend(check_load(
-        &[affine_op()],
-        &Load::mapped(&to_affine),
-        "struct",
-    ));
-    lines.extend(check_load(
-        &[Op::<i32>::plus()],
-        &Load::counting::<i32>(),
-        "count",
-    ));
-    let non_commutative = Op::<u8>::plus().commutative(false);
-    lines.extend(check_load(
-        &[non_commutative],
-        &Load::counting::<u8>(),
-        "count",
-    ));
-    lines.extend(check_load(
-        &[Op::<f64>::plus()],
-        &Load::counting::<f64>(),
-        "count",
-    ));
-    eprintln!("{}", lines.join("\n"));
-}
-
-/// Merge and mergesort modules: keys only, pairs and indices, built-in and custom comparators.
-fn check_sort<K: Element, V: Element>(comparators: &[Comparator<K>]) -> Vec<String> {
-    let mut lines = Vec::new();
-    for comp in comparators {
-        for values in [SortValues::None, SortValues::Pairs, SortValues::Indices] {
-            let (k, v) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
-            let family = if values == SortValues::None {
-                Family::SortKeys
-            } else {
-                Family::SortPairs
-            };
-            let tuning =
-                tuning::lookup(family, ARCH, tuning::tile_element_size(family, k, v)).unwrap();
-            let src = jit::sort_source::<K, V>(comp, values, &tuning);
-            let c = jit::compile_uncached("merge", &src, ARCH)
-                .unwrap_or_else(|e| panic!("{} {} {values:?}: {e}", K::CUDA_TYPE, comp.name()));
-            if no_report(&c) {
-                eprintln!(
-                    "warning: NVRTC returned no ptxas report for {} sort",
-                    K::CUDA_TYPE
-                );
-                continue;
-            }
-            for name in Module::Merge.kernels() {
-                let r = c
-                    .reports
-                    .iter()
-                    .find(|r| r.name == *name)
-                    .unwrap_or_else(|| panic!("no ptxas report for {name}:\n{}", c.log));
-                let line = format!(
-                    "{:<18} {:<10} {:<8} {:>4}x{:<2} {:<21} regs {:>3} smem {:>6} stack {} spills {}/{}",
-                    K::CUDA_TYPE, comp.name(), format!("{values:?}"), tuning.nt, tuning.vt, name,
-                    r.registers, r.shared_bytes, r.stack_frame, r.spill_stores, r.spill_loads
-                );
-                let mark = if r.clean() { "" } else { "  <- LOCAL MEMORY" };
-                lines.push(format!("{line}{mark}"));
-            }
-        }
-    }
-    lines
-}
-
-#[test]
-fn every_sort_kernel_compiles_without_spills() {
-    if !nvrtc() {
-        return;
-    }
-    let mut lines = Vec::new();
-    lines.extend(check_sort::<i8, u32>(&[Comparator::less()]));
-    lines.extend(check_sort::<u16, u32>(&[Comparator::less()]));
-    lines.extend(check_sort::<i32, i32>(&[
-        Comparator::less(),
-        Comparator::greater(),
-    ]));
-    lines.extend(check_sort::<u32, u64>(&[Comparator::less()]));
-    lines.extend(check_sort::<i64, i64>(&[
-        Comparator::less(),
-        Comparator::greater(),
-    ]));
-    lines.extend(check_sort::<u64, u32>(&[Comparator::less()]));
-    lines.extend(check_sort::<f32, u32>(&[
-        Comparator::less(),
-        Comparator::greater(),
-    ]));
-    lines.extend(check_sort::<f64, f64>(&[Comparator::less()]));
-    lines.extend(check_sort::<Affine, u32>(&[affine_key_less()]));
+fn check_all(instances: &[Instance]) {
+    let lines: Vec<String> = instances.iter().flat_map(check).collect();
     eprintln!("{}", lines.join("\n"));
     let bad: Vec<_> = lines
         .iter()
         .filter(|l| l.ends_with("LOCAL MEMORY"))
         .collect();
     assert!(bad.is_empty(), "local memory used:\n{bad:#?}");
+}
+
+/// Every instantiation of every registered family, at the table's tunings for sm_90.
+#[test]
+fn every_registered_family_compiles_without_spills() {
+    if !nvrtc() {
+        return;
+    }
+    for family in FAMILIES {
+        let instances = family.instances(ARCH, &table_for(ARCH)).unwrap();
+        assert!(
+            !instances.is_empty(),
+            "{} lists no instantiation",
+            family.name()
+        );
+        assert!(
+            instances.iter().any(|i| i.primary),
+            "{} has no primary instantiation",
+            family.name()
+        );
+        check_all(&instances);
+    }
+}
+
+/// A family's parts together export exactly its kernels, and each part (what the library loads)
+/// compiles each of its kernels exactly as the whole family's module does: same registers,
+/// shared memory, stack and spills.
+#[test]
+fn family_parts_compile_like_the_whole_family() {
+    if !nvrtc() {
+        return;
+    }
+    let reports = |name: &str, src: &str, kernels: &[&str]| {
+        let c = jit::compile_uncached(name, src, ARCH).unwrap();
+        if no_report(&c) {
+            return None;
+        }
+        let mut got: Vec<&str> = c.reports.iter().map(|r| r.name.as_str()).collect();
+        got.sort_unstable();
+        let mut expect = kernels.to_vec();
+        expect.sort_unstable();
+        assert_eq!(got, expect, "{name} compiled other kernels");
+        Some(c.reports)
+    };
+    for family in FAMILIES {
+        let mut all: Vec<&str> = family
+            .parts()
+            .iter()
+            .flat_map(|p| p.kernels.to_vec())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        let mut kernels = family.kernels();
+        kernels.sort_unstable();
+        assert_eq!(all, kernels, "{}", family.name());
+        if family.parts().len() < 2 {
+            continue;
+        }
+        let instances = family.instances(ARCH, &table_for(ARCH)).unwrap();
+        let inst = instances.iter().find(|i| i.primary).unwrap();
+        let Some(whole) = reports(inst.family, &inst.source, &family.kernels()) else {
+            continue;
+        };
+        for (part, source) in &inst.parts {
+            assert!(source.contains(&format!("#define MGPU_WANT_{} 1", part.kernels[0])));
+            let Some(got) = reports(part.name, source, part.kernels) else {
+                continue;
+            };
+            for r in got {
+                let w = whole.iter().find(|w| w.name == r.name).unwrap();
+                assert_eq!(&r, w, "{} compiles {} differently", part.name, r.name);
+            }
+        }
+    }
+}
+
+fn op_instance<F: KernelFamily<Spec = OpSpec>, T: Element>(
+    op: Option<&Op<T>>,
+    load: &Load,
+    family: Family,
+    label: &str,
+) -> Instance {
+    let mut t = tuning::lookup(family, ARCH, std::mem::size_of::<T>()).unwrap();
+    if family == Family::Scan && !load.is_plain() {
+        t = computed_input_tuning(t);
+    }
+    let spec = OpSpec::new(op, load, &t);
+    Instance::of::<F>(&spec, family, ElementDesc::of::<T>(), label)
+}
+
+/// Reduce and scan of user types and expressions with helpers.
+fn user_op<T: Element>(op: &Op<T>) -> Vec<Instance> {
+    let plain = Load::plain::<T>();
+    vec![
+        op_instance::<Reduce, T>(Some(op), &plain, Family::Reduce, op.name()),
+        op_instance::<Scan, T>(Some(op), &plain, Family::Scan, op.name()),
+    ]
+}
+
+/// Mapped inputs (same type, wider type, a struct's field, a struct): reduce, scan and transform.
+fn mapped<I: Element, T: Element>(map: &Map<I, T>, op: &Op<T>) -> Vec<Instance> {
+    let load = Load::mapped(map);
+    let label = format!("{} mapped by {}", op.name(), map.name());
+    vec![
+        op_instance::<Reduce, T>(Some(op), &load, Family::Reduce, &label),
+        op_instance::<Scan, T>(Some(op), &load, Family::Scan, &label),
+        op_instance::<Transform, T>(None, &load, Family::Reduce, &label),
+    ]
+}
+
+#[test]
+fn user_types_and_mapped_inputs_compile_without_spills() {
+    if !nvrtc() {
+        return;
+    }
+    let mut instances = Vec::new();
+    instances.extend(user_op(&affine_op()));
+    instances.extend(user_op(&tagged_op()));
+    instances.extend(user_op(&add_mod_prime()));
+    instances.extend(mapped(&Map::<f32, f32>::square(), &Op::plus()));
+    let widen = Map::new("widen", |x: f32| x as f64, "(double)x");
+    instances.extend(mapped(&widen, &Op::<f64>::plus().commutative(false)));
+    let byte = Map::new("u8_to_u32", |x: u8| x as u32, "(unsigned)x");
+    instances.extend(mapped(&byte, &Op::plus()));
+    let field = Map::new("field_b", |x: Affine| x.b as u64, "(unsigned long long)x.b");
+    instances.extend(mapped(&field, &Op::plus()));
+    let to_affine = Map::new(
+        "to_affine",
+        |x: u32| Affine { a: x | 1, b: x },
+        "Affine{ x | 1u, x }",
+    );
+    instances.extend(mapped(&to_affine, &affine_op()));
+    // Sorts of user keys, and pairs of other value types.
+    let sort = |spec: MergeSpec, label: &str| {
+        Instance::of::<Merge>(&spec, Family::SortPairs, spec.keys, label)
+    };
+    for mode in [SortValues::None, SortValues::Pairs, SortValues::Indices] {
+        let (family, size) = mgpu::cuda::sort::tuning_family(mode, 8, 4);
+        let t = tuning::lookup(family, ARCH, size).unwrap();
+        instances.push(sort(
+            MergeSpec::new::<Affine, u32>(&affine_key_less(), mode, &t),
+            "affine",
+        ));
+    }
+    let t = tuning::lookup(Family::SortPairs, ARCH, 12).unwrap();
+    instances.push(sort(
+        MergeSpec::new::<u32, u64>(&mgpu::Comparator::less(), SortValues::Pairs, &t),
+        "u64 values",
+    ));
+    // Reduce-by-key of user values.
+    let rbk = |spec: CompactModule| {
+        Instance::of::<ReduceByKey>(&spec, Family::ReduceByKey, spec.keys, "user values")
+    };
+    for wide in [1, u64::MAX] {
+        let eq = mgpu::Equality::<i32>::equal_to();
+        let t = reduce_by_key::tuning(&table_for(ARCH), 4, 8).unwrap();
+        let v = reduce_by_key::variant(true, wide);
+        instances.push(rbk(CompactModule::new::<i32, Affine>(
+            v,
+            &KeyTest::Runs(&eq),
+            Some(&affine_op()),
+            &t,
+        )));
+        let eq = mgpu::Equality::<u16>::equal_to();
+        let t = reduce_by_key::tuning(&table_for(ARCH), 2, 8).unwrap();
+        instances.push(rbk(CompactModule::new::<u16, Tagged>(
+            v,
+            &KeyTest::Runs(&eq),
+            Some(&tagged_op()),
+            &t,
+        )));
+        let eq = mgpu::Equality::<u32>::equal_to();
+        let t = reduce_by_key::tuning(&table_for(ARCH), 4, 8).unwrap();
+        instances.push(rbk(CompactModule::new::<u32, u64>(
+            v,
+            &KeyTest::Runs(&eq),
+            Some(&Op::plus()),
+            &t,
+        )));
+    }
+    // Select of user values by arithmetic keys.
+    let pred = mgpu::Predicate::<i32>::nonzero();
+    let v = CompactSpec {
+        unique: false,
+        keys_out: false,
+        values: true,
+        rejected: Rejected::Dropped,
+        wide_count: false,
+        non_trivial_runs: false,
+    };
+    let t = mgpu::cuda::compact::tuning(&table_for(ARCH), Family::Compact, 4, 8).unwrap();
+    let spec = CompactModule::new::<i32, Affine>(v, &KeyTest::Predicate(&pred), None, &t);
+    instances.push(Instance::of::<mgpu::cuda::compact::Compact>(
+        &spec,
+        Family::Compact,
+        spec.keys,
+        "affine values",
+    ));
+    // Segmented reduction of a user type, direct and indirect.
+    for (indirect, empty) in [(false, false), (false, true), (true, false)] {
+        let variant = SegReduceSpec {
+            indirect,
+            empty,
+            ..SegReduceSpec::helpers(false)
+        };
+        let t =
+            seg::table_tuning::<Affine, u32>(&table_for(ARCH), SegItems::Values, indirect).unwrap();
+        let spec = SegModule::new(variant, &Load::plain::<Affine>(), &affine_op(), None, &t);
+        instances.push(Instance::of::<SegReduce>(
+            &spec,
+            Family::SegReduce,
+            spec.element,
+            format!("{variant:?}"),
+        ));
+    }
+    check_all(&instances);
 }
 
 #[test]
@@ -256,12 +314,9 @@ fn a_bad_operator_is_a_compile_error_with_the_log() {
     }
     let op = Op::new("broken", 0i32, |a, b| a + b, "a +* b");
     let t = tuning::lookup(Family::Reduce, ARCH, 4).unwrap();
-    let err = jit::compile_uncached(
-        "reduce",
-        &jit::source(Module::Reduce, Some(&op), &Load::plain::<i32>(), &t),
-        ARCH,
-    )
-    .unwrap_err();
+    let spec = OpSpec::new(Some(&op), &Load::plain::<i32>(), &t);
+    let err =
+        jit::compile_uncached("reduce", &family::source::<Reduce>(&spec, None), ARCH).unwrap_err();
     match &err {
         Error::Compile { log, .. } => assert!(log.contains("error"), "{log}"),
         other => panic!("expected a compile error, got {other}"),
@@ -286,303 +341,11 @@ fn a_declaration_that_does_not_match_the_rust_type_is_caught() {
     }
     let op = Op::new("first", Mismatch { a: 0 }, |a, _| a, "a");
     let t = tuning::lookup(Family::Reduce, ARCH, 8).unwrap();
-    let load = Load::plain::<Mismatch>();
-    let err = jit::compile_uncached(
-        "reduce",
-        &jit::source(Module::Reduce, Some(&op), &load, &t),
-        ARCH,
-    )
-    .unwrap_err();
+    let spec = OpSpec::new(Some(&op), &Load::plain::<Mismatch>(), &t);
+    let err =
+        jit::compile_uncached("reduce", &family::source::<Reduce>(&spec, None), ARCH).unwrap_err();
     assert!(
         err.to_string().contains("does not match the Rust type"),
         "{err}"
     );
-}
-
-/// The compaction and reduce-by-key modules for keys `K` (and values `V`): every configuration
-/// the API launches, in 32- and 64-bit counts.
-fn check_compact<K: Element + mgpu::Arithmetic, V: Element>(op: &Op<V>) -> Vec<String> {
-    use jit::{CompactSpec, KeyTest, Rejected};
-    let pred = mgpu::Predicate::<K>::nonzero();
-    let eq = mgpu::Equality::<K>::equal_to();
-    let mut lines = Vec::new();
-    let same = std::any::TypeId::of::<K>() == std::any::TypeId::of::<V>();
-    for wide_count in [false, true] {
-        let spec = |unique, keys_out, values, rejected| CompactSpec {
-            unique,
-            keys_out,
-            values,
-            rejected,
-            wide_count,
-            non_trivial_runs: false,
-        };
-        let non_trivial = CompactSpec {
-            non_trivial_runs: true,
-            ..spec(true, false, true, Rejected::Dropped)
-        };
-        let mut jobs: Vec<(CompactSpec, KeyTest<'_, K>, bool)> = vec![
-            (
-                spec(false, false, true, Rejected::Dropped),
-                KeyTest::Predicate(&pred),
-                false,
-            ),
-            (
-                spec(true, true, true, Rejected::Dropped),
-                KeyTest::Runs(&eq),
-                false,
-            ),
-            (
-                spec(true, true, true, Rejected::Dropped),
-                KeyTest::Runs(&eq),
-                true,
-            ),
-        ];
-        // Offsets and lengths are numbers.
-        if V::CUDA_DECLARATION.is_empty() {
-            jobs.push((non_trivial, KeyTest::Runs(&eq), false));
-        }
-        if same {
-            jobs.extend([
-                (
-                    spec(false, true, false, Rejected::Dropped),
-                    KeyTest::Predicate(&pred),
-                    false,
-                ),
-                (
-                    spec(false, true, false, Rejected::Reversed),
-                    KeyTest::Predicate(&pred),
-                    false,
-                ),
-                (
-                    spec(false, true, false, Rejected::Separate),
-                    KeyTest::Predicate(&pred),
-                    false,
-                ),
-                (
-                    spec(true, true, false, Rejected::Dropped),
-                    KeyTest::Runs(&eq),
-                    false,
-                ),
-            ]);
-        }
-        for (spec, test, by_key) in &jobs {
-            // Non-trivial runs hold only keys in their tile (compact.rs tunes them by the key).
-            let size = std::mem::size_of::<K>()
-                + if spec.values && !spec.non_trivial_runs {
-                    std::mem::size_of::<V>()
-                } else {
-                    0
-                };
-            let family = if *by_key {
-                Family::ReduceByKey
-            } else {
-                Family::Compact
-            };
-            let mut tuning = tuning::lookup(family, ARCH, size).unwrap();
-            tuning.vt = tuning.vt.min(31);
-            if spec.non_trivial_runs {
-                tuning = mgpu::compact::non_trivial_tuning(tuning);
-            }
-            let op = by_key.then_some(op);
-            let src = jit::compact_source::<K, V>(spec, test, op, &tuning);
-            let module = spec.module(*by_key);
-            let what = format!("{spec:?}");
-            let c = jit::compile_uncached(module.name(), &src, ARCH)
-                .unwrap_or_else(|e| panic!("{} {} {what}: {e}", K::CUDA_TYPE, V::CUDA_TYPE));
-            if no_report(&c) {
-                continue;
-            }
-            for k in module.kernels() {
-                let r = c.reports.iter().find(|r| r.name == *k).unwrap_or_else(|| {
-                    panic!("no ptxas report for {k}: {:?}\nlog:\n{}", c.reports, c.log)
-                });
-                let line = format!(
-                    "{:<18} {:<18} {:>4}x{:<2} {:<19} regs {:>3} smem {:>6} stack {} spills {}/{} {what}",
-                    K::CUDA_TYPE, V::CUDA_TYPE, tuning.nt, tuning.vt, k,
-                    r.registers, r.shared_bytes, r.stack_frame, r.spill_stores, r.spill_loads
-                );
-                assert!(r.clean(), "local memory used: {line}");
-                lines.push(line);
-            }
-        }
-    }
-    lines
-}
-
-#[test]
-fn compaction_kernels_compile_without_spills() {
-    if !nvrtc() {
-        return;
-    }
-    let mut lines = Vec::new();
-    lines.extend(check_compact::<i32, i32>(&Op::plus()));
-    lines.extend(check_compact::<i64, i64>(&Op::plus()));
-    lines.extend(check_compact::<u8, u8>(&Op::plus()));
-    lines.extend(check_compact::<f32, f32>(&Op::maximum()));
-    lines.extend(check_compact::<f64, f64>(&Op::plus()));
-    lines.extend(check_compact::<u32, u64>(&Op::plus()));
-    lines.extend(check_compact::<i32, Affine>(&affine_op()));
-    lines.extend(check_compact::<u16, Tagged>(&tagged_op()));
-    eprintln!("{}", lines.join("\n"));
-}
-
-/// The segmented-reduction module for values `T` and offsets `O`: values (plain and mapped),
-/// SpMV unary and binary (gathers lane-strided or not), direct and indirect, 32-bit and 64-bit
-/// counts, marks and codes.
-fn check_segreduce<T: Element, O: mgpu::Offset>(op: &Op<T>, mul: Option<&Op<T>>) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut kinds = vec![SegItems::Values];
-    if mul.is_some() {
-        kinds.extend([SegItems::SpmvUnary, SegItems::SpmvBinary]);
-    }
-    for items in kinds {
-        for indirect in [false, true] {
-            // (wide_count, empty, codes): codes (a plan's packed heads) are for direct,
-            // non-empty segments.
-            let mut variants = vec![
-                (false, false, false),
-                (false, true, false),
-                (true, true, false),
-            ];
-            if !indirect {
-                variants.extend([(false, false, true), (true, false, true)]);
-            }
-            // Direct SpMV gathers either way (lane-strided or each thread its own items).
-            let strides = if items != SegItems::Values && !indirect {
-                &[false, true][..]
-            } else {
-                &[false][..]
-            };
-            let variants = variants
-                .into_iter()
-                .flat_map(|v| strides.iter().map(move |&s| (v, s)));
-            for ((wide_count, empty, codes), strided) in variants {
-                let spec = SegReduceSpec {
-                    items,
-                    indirect,
-                    wide_offsets: std::mem::size_of::<O>() == 8,
-                    wide_count,
-                    empty,
-                    codes,
-                    strided,
-                };
-                let tuning =
-                    mgpu::segreduce::tuning_for::<T, O>(Some(ARCH), items, indirect).unwrap();
-                let tuning = spec.tuning(&tuning);
-                let mul = (items == SegItems::SpmvBinary).then_some(mul).flatten();
-                let src = jit::segreduce_source::<T>(&spec, &Load::plain::<T>(), op, mul, &tuning);
-                let what = format!("{spec:?}");
-                let c = jit::compile_uncached(Module::SegReduce.name(), &src, ARCH)
-                    .unwrap_or_else(|e| panic!("{} {what}: {e}", T::CUDA_TYPE));
-                if no_report(&c) {
-                    continue;
-                }
-                for k in Module::SegReduce.kernels() {
-                    // Codes are built with byte marks only (direct, non-empty segments).
-                    if *k == "mgpu_segreduce_codes" && (indirect || empty) {
-                        continue;
-                    }
-                    let r = c.reports.iter().find(|r| r.name == *k).unwrap_or_else(|| {
-                        panic!("no ptxas report for {k}: {:?}\nlog:\n{}", c.reports, c.log)
-                    });
-                    let line = format!(
-                        "{:<18} {:<18} {:>4}x{:<2} {:<24} regs {:>3} smem {:>6} stack {} spills {}/{} {what}",
-                        T::CUDA_TYPE, O::CUDA_TYPE, tuning.nt, tuning.vt, k,
-                        r.registers, r.shared_bytes, r.stack_frame, r.spill_stores, r.spill_loads
-                    );
-                    assert!(r.clean(), "local memory used: {line}");
-                    lines.push(line);
-                }
-            }
-        }
-    }
-    lines
-}
-
-#[test]
-fn segreduce_kernels_compile_without_spills() {
-    if !nvrtc() {
-        return;
-    }
-    let mut lines = Vec::new();
-    lines.extend(check_segreduce::<i32, u32>(
-        &Op::plus(),
-        Some(&Op::multiplies()),
-    ));
-    lines.extend(check_segreduce::<f32, u32>(
-        &Op::plus(),
-        Some(&Op::multiplies()),
-    ));
-    lines.extend(check_segreduce::<f64, u32>(
-        &Op::plus(),
-        Some(&Op::multiplies()),
-    ));
-    lines.extend(check_segreduce::<f32, u64>(
-        &Op::plus(),
-        Some(&Op::multiplies()),
-    ));
-    lines.extend(check_segreduce::<i64, u64>(&Op::maximum(), None));
-    lines.extend(check_segreduce::<u8, u32>(&Op::plus(), None));
-    lines.extend(check_segreduce::<Affine, u32>(&affine_op(), None));
-    eprintln!("{}", lines.join("\n"));
-}
-
-/// The parts of a family that the library loads (`Module::parts`: the small scan apart from the
-/// look-back scan, the block sort apart from the merge passes) compile each kernel exactly as the
-/// whole family's module does: same registers, shared memory, stack and spills.
-#[test]
-fn family_parts_compile_like_the_whole_family() {
-    if !nvrtc() {
-        return;
-    }
-    let reports = |module: Module, src: &str| {
-        let c = jit::compile_uncached(module.name(), src, ARCH).unwrap();
-        if no_report(&c) {
-            return None;
-        }
-        let names: Vec<&str> = c.reports.iter().map(|r| r.name.as_str()).collect();
-        let mut expect: Vec<&str> = module.kernels().to_vec();
-        expect.sort_unstable();
-        let mut got = names.clone();
-        got.sort_unstable();
-        assert_eq!(got, expect, "{module:?} compiled other kernels");
-        Some(c.reports)
-    };
-    let compare = |family: Module, source: &dyn Fn(Module) -> String| {
-        let Some(whole) = reports(family, &source(family)) else {
-            return;
-        };
-        for &part in family.parts() {
-            let Some(got) = reports(part, &source(part)) else {
-                continue;
-            };
-            for r in got {
-                let w = whole.iter().find(|w| w.name == r.name).unwrap();
-                assert_eq!(&r, w, "{part:?} compiles {} differently", r.name);
-            }
-        }
-    };
-    let t = tuning::lookup(Family::Scan, ARCH, 4).unwrap();
-    let plus = Op::<i32>::plus();
-    compare(Module::Scan, &|m| {
-        jit::source(m, Some(&plus), &Load::plain::<i32>(), &t)
-    });
-    let less = Comparator::<i32>::less();
-    let t = tuning::lookup(Family::SortKeys, ARCH, 4).unwrap();
-    compare(Module::Merge, &|m| {
-        jit::sort_part_source::<i32, i32>(m, &less, SortValues::None, &t)
-    });
-    let t = tuning::lookup(Family::SegReduce, ARCH, 4).unwrap();
-    let spec = SegReduceSpec {
-        items: SegItems::Values,
-        indirect: false,
-        wide_offsets: false,
-        wide_count: false,
-        empty: false,
-        codes: false,
-        strided: false,
-    };
-    compare(Module::SegReduce, &|m| {
-        jit::segreduce_part_source::<i32>(m, &spec, &Load::plain::<i32>(), &plus, None, &t)
-    });
 }

@@ -18,7 +18,7 @@
 
 mod common;
 use common::*;
-use mgpu::cuda::jit::SegItems;
+use mgpu::cuda::segreduce::SegItems;
 use mgpu::{Arithmetic, Context, Counting, Element, Error, Map, Offset, Op};
 use rand::rngs::StdRng;
 use rand::Rng;

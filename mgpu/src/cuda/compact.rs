@@ -1,21 +1,360 @@
-//! Host side of the single-pass compaction kernels (kernel_compact.cu): select, partition, unique,
-//! and reduce-by-key, each one launch of the look-back machinery the scan uses.
+//! The compaction family (`mgpu_compact`: select, partition, unique) and the non-trivial runs
+//! family (`mgpu_non_trivial_runs`): each one launch of the look-back (kernel_compact.cu, shared
+//! with reduce-by-key).
 
-use super::jit::{CompactSpec, KeyTest, Module};
-use super::scan::{value_record, with_lookback};
-use super::{launch, ByValue, Gpu};
+use super::family::{Instance, KernelFamily, Part, TableTuning};
+use super::jit::{headers, ElementDesc, Expr, Prelude};
+use super::lookback::{self, with_lookback, TileStatusArgs};
+use super::Gpu;
 use crate::error::Result;
-use crate::tuning::Tuning;
-use crate::{Element, Op};
+use crate::tuning::{Family, Tuning};
+use crate::{Arithmetic, Element, Equality, Predicate};
 use cudarc::driver::sys::CUdeviceptr;
 use std::sync::Arc;
 
-/// Bytes of the (count, value) pair a reduce-by-key tile publishes (`RunPair` in
-/// kernel_compact.cu): the count, then the value at its alignment, padded to the larger alignment.
-pub(crate) fn pair_size(count_size: usize, value_size: usize, value_align: usize) -> usize {
-    let align = count_size.max(value_align);
-    let value_at = count_size.div_ceil(value_align) * value_align;
-    (value_at + value_size).div_ceil(align) * align
+/// The device files of the compaction kernels (and reduce-by-key's).
+pub(crate) const FILES: &[&str] = &[
+    headers::INTRINSICS,
+    headers::LOADSTORE,
+    headers::CTA_REDUCE,
+    headers::CTA_SCAN,
+    headers::LOOKBACK,
+    headers::SEGSCAN,
+    include_str!("kernels/kernel_compact.cu"),
+];
+
+/// What a compaction kernel does with its keys (kernel_compact.cu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rejected {
+    /// Dropped (select, unique).
+    Dropped,
+    /// Into the output's tail, last rejected first (partition_if).
+    Reversed,
+    /// In input order into their own output (partition_copy).
+    Separate,
+}
+
+/// The variant of a compaction kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CompactSpec {
+    /// Keep the first key of each run of equal keys (else: the keys the predicate accepts).
+    pub unique: bool,
+    /// Write the kept keys.
+    pub keys_out: bool,
+    /// A value array travels with the keys (or, for reduce-by-key, is reduced per run).
+    pub values: bool,
+    /// Where rejected items go.
+    pub rejected: Rejected,
+    /// Counts of 64 bits (inputs of 2^32 items or more); else 32 bits, which the look-back
+    /// publishes packed with its status.
+    pub wide_count: bool,
+    /// The non-trivial runs kernel (values: the offsets' and lengths' type).
+    pub non_trivial_runs: bool,
+}
+
+impl CompactSpec {
+    /// Bytes of a count.
+    pub fn count_size(&self) -> usize {
+        if self.wide_count {
+            8
+        } else {
+            4
+        }
+    }
+}
+
+/// How a compaction tells kept keys from the rest.
+pub enum KeyTest<'a, K> {
+    /// Keep the keys the predicate accepts.
+    Predicate(&'a crate::Predicate<K>),
+    /// Keep the first key of each run of keys equal under this relation.
+    Runs(&'a crate::Equality<K>),
+}
+
+/// A key test as a module sees it: `Pred` or `Eq`, and its expression.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TestExpr {
+    /// `struct Pred`: `bool operator()(const T& x)`.
+    Predicate(Expr),
+    /// `struct Eq`: `bool operator()(const T& a, const T& b)`.
+    Runs(Expr),
+}
+
+impl<K: Element> KeyTest<'_, K> {
+    /// The test's expression.
+    pub fn expr(&self) -> TestExpr {
+        match self {
+            KeyTest::Predicate(p) => {
+                TestExpr::Predicate(Expr::new(p.cuda_expression(), p.cuda_helpers()))
+            }
+            KeyTest::Runs(e) => TestExpr::Runs(Expr::new(e.cuda_expression(), e.cuda_helpers())),
+        }
+    }
+}
+
+/// A compaction-kernel module: the variant, keys, values, key test, the reduction (reduce-by-key)
+/// and the tuning.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CompactModule {
+    /// The variant.
+    pub variant: CompactSpec,
+    /// The key type.
+    pub keys: ElementDesc,
+    /// The value type.
+    pub values: ElementDesc,
+    /// The key test.
+    pub test: TestExpr,
+    /// Reduce-by-key's operator over the values.
+    pub op: Option<Expr>,
+    /// The tuning.
+    pub tuning: Tuning,
+}
+
+impl CompactModule {
+    /// The module of `variant` for keys `K`, values `V` and `test`.
+    pub fn new<K: Element, V: Element>(
+        variant: CompactSpec,
+        test: &KeyTest<'_, K>,
+        op: Option<&crate::Op<V>>,
+        tuning: &Tuning,
+    ) -> CompactModule {
+        CompactModule {
+            variant,
+            keys: ElementDesc::of::<K>(),
+            values: ElementDesc::of::<V>(),
+            test: test.expr(),
+            op: op.map(Expr::of_op),
+            tuning: *tuning,
+        }
+    }
+
+    /// What a tile publishes: its count, or a (count, value) pair (reduce-by-key) or a (count,
+    /// position) pair (non-trivial runs).
+    pub fn published(&self) -> usize {
+        let count = self.variant.count_size();
+        match &self.op {
+            Some(_) => lookback::pair_size(count, self.values.size, self.values.align),
+            None if self.variant.non_trivial_runs => 2 * count,
+            None => count,
+        }
+    }
+
+    /// The prelude of every kernel of kernel_compact.cu.
+    pub(crate) fn prelude(&self, p: &mut Prelude) {
+        let v = &self.variant;
+        lookback::prelude(p, self.published());
+        p.define("MGPU_UNIQUE", v.unique as u32)
+            .define("MGPU_KEYS_OUT", v.keys_out as u32)
+            .define("MGPU_VALUES", v.values as u32)
+            .define("MGPU_REJECTED", v.rejected as u32)
+            .define("MGPU_REDUCE_BY_KEY", self.op.is_some() as u32)
+            .define("MGPU_NON_TRIVIAL_RUNS", v.non_trivial_runs as u32)
+            .element("T", &self.keys)
+            .load(&super::jit::Load::plain_desc(&self.keys));
+        if v.values {
+            p.element("V", &self.values);
+        }
+        p.raw(if v.wide_count {
+            "typedef unsigned long long C;"
+        } else {
+            "typedef unsigned C;"
+        });
+        match &self.test {
+            TestExpr::Predicate(e) => p.functor("Pred", "bool operator()(const T& x)", e),
+            TestExpr::Runs(e) => p.functor("Eq", "bool operator()(const T& a, const T& b)", e),
+        };
+        if let Some(op) = &self.op {
+            p.op("Op", "V", op);
+        }
+    }
+}
+
+/// The compaction family: select, partition, unique.
+pub struct Compact;
+
+impl KernelFamily for Compact {
+    type Spec = CompactModule;
+    const NAME: &'static str = "compact";
+    const FILES: &'static [&'static str] = FILES;
+    const PARTS: &'static [Part] = &[Part {
+        name: "compact",
+        kernels: &["mgpu_compact"],
+    }];
+    fn prelude(spec: &CompactModule, p: &mut Prelude) {
+        spec.prelude(p);
+    }
+    fn tuning(spec: &CompactModule) -> Tuning {
+        spec.tuning
+    }
+    const TUNING: &'static [Family] = &[Family::Compact];
+    fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
+        let mut out = Vec::new();
+        crate::for_each_arithmetic!(compact_instances(table, &mut out));
+        Ok(out)
+    }
+}
+
+/// The compaction tuning for keys of `key_size` and values of `value_size` bytes (0: none): the
+/// table's for the tile's item size, VT at most 31 (a thread's kept items are one 32-bit mask).
+/// Sub-word keys with values take the 4-byte class's tiles but convert each key and value in
+/// registers: at its OCC 6 the 16-bit unique-by-key kernel spilled, so they run at OCC <= 4.
+/// Reduce-by-key's (its own table family) likewise.
+pub fn tuning(
+    table: TableTuning<'_>,
+    family: Family,
+    key_size: usize,
+    value_size: usize,
+) -> Result<Tuning> {
+    let mut t = table(family, key_size + value_size)?;
+    t.vt = t.vt.min(31);
+    if key_size < 4 && value_size > 0 {
+        t.occ = t.occ.min(4);
+    }
+    Ok(t)
+}
+
+/// The non-trivial runs kernel holds a thread's keys and three masks across its loop: the
+/// compaction table's entry for its keys, at most 128x23 at OCC 4 (at 128x31x4 it spilled for
+/// f32 and i64 keys).
+pub fn non_trivial_tuning(table: TableTuning<'_>, key_size: usize) -> Result<Tuning> {
+    let mut t = table(Family::Compact, key_size)?;
+    t.vt = t.vt.min(23);
+    t.occ = t.occ.min(4);
+    Ok(t)
+}
+
+/// The variants the compaction entry points launch for keys `K`: select (with values), select,
+/// partition (both forms), unique (keys, and by key), in 32- and 64-bit counts.
+fn compact_instances<K: Arithmetic>(table: TableTuning<'_>, out: &mut Vec<Instance>) -> Result<()> {
+    let pred = Predicate::<K>::nonzero();
+    let eq = Equality::<K>::equal_to();
+    let k = std::mem::size_of::<K>();
+    for wide_count in [false, true] {
+        let variant = |unique, keys_out, values, rejected| CompactSpec {
+            unique,
+            keys_out,
+            values,
+            rejected,
+            wide_count,
+            non_trivial_runs: false,
+        };
+        let jobs = [
+            (
+                variant(false, true, false, Rejected::Dropped),
+                KeyTest::Predicate(&pred),
+            ),
+            (
+                variant(false, false, true, Rejected::Dropped),
+                KeyTest::Predicate(&pred),
+            ),
+            (
+                variant(false, true, false, Rejected::Reversed),
+                KeyTest::Predicate(&pred),
+            ),
+            (
+                variant(false, true, false, Rejected::Separate),
+                KeyTest::Predicate(&pred),
+            ),
+            (
+                variant(true, true, false, Rejected::Dropped),
+                KeyTest::Runs(&eq),
+            ),
+            (
+                variant(true, true, true, Rejected::Dropped),
+                KeyTest::Runs(&eq),
+            ),
+        ];
+        for (i, (v, test)) in jobs.iter().enumerate() {
+            let t = tuning(table, Family::Compact, k, if v.values { k } else { 0 })?;
+            let spec = CompactModule::new::<K, K>(*v, test, None, &t);
+            let primary = !wide_count && (i == 0 || i == 4);
+            out.push(
+                Instance::of::<Compact>(
+                    &spec,
+                    Family::Compact,
+                    ElementDesc::of::<K>(),
+                    format!("{v:?}"),
+                )
+                .primary(primary),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Non-trivial runs of keys `K` with `u32` offsets and lengths, in 32- and 64-bit counts.
+fn non_trivial_instances<K: Arithmetic>(
+    table: TableTuning<'_>,
+    out: &mut Vec<Instance>,
+) -> Result<()> {
+    let eq = Equality::<K>::equal_to();
+    for wide_count in [false, true] {
+        let v = CompactSpec {
+            unique: true,
+            keys_out: false,
+            values: true,
+            rejected: Rejected::Dropped,
+            wide_count,
+            non_trivial_runs: true,
+        };
+        let t = non_trivial_tuning(table, std::mem::size_of::<K>())?;
+        let spec = CompactModule::new::<K, u32>(v, &KeyTest::Runs(&eq), None, &t);
+        out.push(
+            Instance::of::<NonTrivialRuns>(
+                &spec,
+                Family::Compact,
+                ElementDesc::of::<K>(),
+                format!("{v:?}"),
+            )
+            .primary(!wide_count),
+        );
+    }
+    Ok(())
+}
+
+/// The non-trivial runs family: (offset, length) of each run longer than one.
+pub struct NonTrivialRuns;
+
+impl KernelFamily for NonTrivialRuns {
+    type Spec = CompactModule;
+    const NAME: &'static str = "non_trivial_runs";
+    const FILES: &'static [&'static str] = FILES;
+    const PARTS: &'static [Part] = &[Part {
+        name: "non_trivial_runs",
+        kernels: &["mgpu_non_trivial_runs"],
+    }];
+    fn prelude(spec: &CompactModule, p: &mut Prelude) {
+        spec.prelude(p);
+    }
+    fn tuning(spec: &CompactModule) -> Tuning {
+        spec.tuning
+    }
+    const TUNING: &'static [Family] = &[Family::Compact];
+    fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
+        let mut out = Vec::new();
+        crate::for_each_arithmetic!(non_trivial_instances(table, &mut out));
+        Ok(out)
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_compact(Input keys, const V* values, T* keys_out, V* values_out,
+    // T* keys_rejected, V* values_rejected, u64 count, u64* count_out, u64* tickets,
+    // u64 first_ticket, TileStatusOf<C> status).
+    CompactArgs = "mgpu_compact" {
+        keys: CUdeviceptr, values: CUdeviceptr, keys_out: CUdeviceptr, values_out: CUdeviceptr,
+        keys_rejected: CUdeviceptr, values_rejected: CUdeviceptr, count: u64,
+        count_out: CUdeviceptr, tickets: CUdeviceptr, first_ticket: u64, status: TileStatusArgs,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_non_trivial_runs(Input keys, V* offsets_out, V* lengths_out, u64 count,
+    // u64* count_out, u64* tickets, u64 first_ticket, TileStatusOf<StartPair> status).
+    NonTrivialRunsArgs = "mgpu_non_trivial_runs" {
+        keys: CUdeviceptr, offsets_out: CUdeviceptr, lengths_out: CUdeviceptr, count: u64,
+        count_out: CUdeviceptr, tickets: CUdeviceptr, first_ticket: u64, status: TileStatusArgs,
+    }
 }
 
 /// Device addresses of a compaction's arrays (0: absent).
@@ -32,7 +371,7 @@ pub(crate) struct CompactArrays {
 }
 
 /// Whether `count` items need 64-bit counts.
-fn wide(count: u64) -> bool {
+pub(crate) fn wide(count: u64) -> bool {
     count > u32::MAX as u64
 }
 
@@ -49,103 +388,30 @@ pub(crate) fn compact<K: Element, V: Element>(
         return gpu.memset_zero(arrays.count_out, 8);
     }
     spec.wide_count = wide(count);
-    let module = gpu.compact_module::<K, V>(&spec, test, None, tuning)?;
-    let (f, resident) = module.function(Module::Compact.kernels()[0]);
+    let module_spec = CompactModule::new::<K, V>(spec, test, None, tuning);
+    let module = gpu.module::<Compact>(&module_spec, &Compact::PARTS[0])?;
     let num_tiles = count.div_ceil(tuning.nv() as u64);
-    let grid = num_tiles.min((gpu.sm_count * resident) as u64);
-    let count_size = if spec.wide_count { 8 } else { 4 };
+    let grid = num_tiles.min((gpu.sm_count * module.resident::<CompactArgs>()) as u64);
     with_lookback(
         gpu,
         num_tiles,
         grid,
-        value_record(count_size),
+        module_spec.published(),
         |tickets, first_ticket, status| {
-            launch(
-                gpu,
-                f,
-                grid as u32,
-                tuning.nt,
-                &[
-                    &arrays.keys,
-                    &arrays.values,
-                    &arrays.keys_out,
-                    &arrays.values_out,
-                    &arrays.keys_rejected,
-                    &arrays.values_rejected,
-                    &count,
-                    &arrays.count_out,
-                    &tickets,
-                    &first_ticket,
-                    &status,
-                ],
-            )
-        },
-    )
-}
-
-/// Reduce-by-key over `count` keys and values: the first key of each run to `keys_out`, the
-/// reduction of its values to `values_out`, the number of runs to `count_out`. Values of
-/// `Constant` kind are not read: each is `constant` (run-length encoding counts ones).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn reduce_by_key<K: Element, V: Element>(
-    gpu: &Arc<Gpu>,
-    equal: &crate::Equality<K>,
-    op: &Op<V>,
-    arrays: CompactArrays,
-    constant: Option<V>,
-    count: u64,
-    tuning: &Tuning,
-) -> Result<()> {
-    if count == 0 {
-        return gpu.memset_zero(arrays.count_out, 8);
-    }
-    let spec = CompactSpec {
-        unique: true,
-        keys_out: arrays.keys_out != 0,
-        values: true,
-        rejected: super::jit::Rejected::Dropped,
-        wide_count: wide(count),
-        non_trivial_runs: false,
-    };
-    let module = gpu.compact_module::<K, V>(&spec, &KeyTest::Runs(equal), Some(op), tuning)?;
-    let (f, resident) = module.function(Module::ReduceByKey.kernels()[0]);
-    let num_tiles = count.div_ceil(tuning.nv() as u64);
-    let grid = num_tiles.min((gpu.sm_count * resident) as u64);
-    let count_size = if spec.wide_count { 8 } else { 4 };
-    let pair = pair_size(
-        count_size,
-        std::mem::size_of::<V>(),
-        std::mem::align_of::<V>(),
-    );
-    let identity = ByValue(op.identity());
-    let use_constant = constant.is_some() as i32;
-    let constant = ByValue(constant.unwrap_or(op.identity()));
-    with_lookback(
-        gpu,
-        num_tiles,
-        grid,
-        value_record(pair),
-        |tickets, first_ticket, status| {
-            launch(
-                gpu,
-                f,
-                grid as u32,
-                tuning.nt,
-                &[
-                    &arrays.keys,
-                    &arrays.values,
-                    &use_constant,
-                    &constant,
-                    &arrays.keys_out,
-                    &arrays.values_out,
-                    &count,
-                    &arrays.count_out,
-                    &tickets,
-                    &first_ticket,
-                    &status,
-                    &identity,
-                ],
-            )
+            let args = CompactArgs {
+                keys: arrays.keys,
+                values: arrays.values,
+                keys_out: arrays.keys_out,
+                values_out: arrays.values_out,
+                keys_rejected: arrays.keys_rejected,
+                values_rejected: arrays.values_rejected,
+                count,
+                count_out: arrays.count_out,
+                tickets,
+                first_ticket,
+                status,
+            };
+            gpu.launch(&module, grid as u32, tuning.nt, &args)
         },
     )
 }
@@ -170,37 +436,31 @@ pub(crate) fn non_trivial_runs<K: Element, L: Element>(
         unique: true,
         keys_out: false,
         values: true,
-        rejected: super::jit::Rejected::Dropped,
+        rejected: Rejected::Dropped,
         wide_count: wide(count),
         non_trivial_runs: true,
     };
-    let module = gpu.compact_module::<K, L>(&spec, &KeyTest::Runs(equal), None, tuning)?;
-    let (f, resident) = module.function(Module::NonTrivialRuns.kernels()[0]);
+    let module_spec = CompactModule::new::<K, L>(spec, &KeyTest::Runs(equal), None, tuning);
+    let module = gpu.module::<NonTrivialRuns>(&module_spec, &NonTrivialRuns::PARTS[0])?;
     let num_tiles = count.div_ceil(tuning.nv() as u64);
-    let grid = num_tiles.min((gpu.sm_count * resident) as u64);
-    let count_size = if spec.wide_count { 8 } else { 4 };
+    let grid = num_tiles.min((gpu.sm_count * module.resident::<NonTrivialRunsArgs>()) as u64);
     with_lookback(
         gpu,
         num_tiles,
         grid,
-        value_record(2 * count_size),
+        module_spec.published(),
         |tickets, first_ticket, status| {
-            launch(
-                gpu,
-                f,
-                grid as u32,
-                tuning.nt,
-                &[
-                    &keys,
-                    &offsets,
-                    &lengths,
-                    &count,
-                    &count_out,
-                    &tickets,
-                    &first_ticket,
-                    &status,
-                ],
-            )
+            let args = NonTrivialRunsArgs {
+                keys,
+                offsets_out: offsets,
+                lengths_out: lengths,
+                count,
+                count_out,
+                tickets,
+                first_ticket,
+                status,
+            };
+            gpu.launch(&module, grid as u32, tuning.nt, &args)
         },
     )
 }

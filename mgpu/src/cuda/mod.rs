@@ -1,21 +1,26 @@
 //! The CUDA backend: device, memory, run-time compilation and the host side of each primitive.
 //! All `unsafe` of the crate lives under this module, each block with its `SAFETY:` comment.
 
-pub(crate) mod compact;
+pub mod compact;
 pub mod discover;
+pub mod family;
 pub mod jit;
+pub mod lookback;
 pub(crate) mod memory;
 pub mod occupancy;
-pub(crate) mod reduce;
-pub(crate) mod scan;
-pub(crate) mod segreduce;
-pub(crate) mod sort;
-pub(crate) mod transform;
+pub mod reduce;
+pub mod reduce_by_key;
+pub mod registry;
+pub mod scan;
+pub mod segreduce;
+pub mod sort;
+pub mod transform;
 
 use crate::error::{Error, Result};
-use crate::tuning::Tuning;
-use crate::{Element, Op};
+use crate::Element;
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, DeviceRepr};
+use family::{KernelArgs, KernelFamily, Part};
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -35,7 +40,7 @@ pub fn driver_available() -> bool {
 /// memory into stack and spills, so `stack_frame` holds all of it and the spill fields are 0.
 pub fn driver_reports(
     ctx: &crate::Context,
-    module: jit::Module,
+    kernels: &[&str],
     cubin: Vec<u8>,
 ) -> Result<Vec<jit::KernelReport>> {
     use sys::CUfunction_attribute as Attr;
@@ -47,7 +52,7 @@ pub fn driver_reports(
         .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
         .map_err(driver("loading a compiled module"))?;
     let mut reports = Vec::new();
-    for &name in module.kernels() {
+    for &name in kernels {
         let f = loaded
             .load_function(name)
             .map_err(driver("loading a kernel"))?;
@@ -78,12 +83,9 @@ pub(crate) struct Gpu {
     pub arch: u32,
     pub sm_count: u32,
     pub name: String,
-    modules: Arc<Mutex<HashMap<String, Arc<LoadedModule>>>>,
-    /// The segmented-reduction modules by their fields, looked up on every call (a plan's apply
-    /// among them), where formatting `modules`' string key took 2.4 us before the launch.
-    seg_modules: Arc<Mutex<HashMap<SegModuleKey, Arc<LoadedModule>>>>,
-    /// The look-back scan's status words and ticket counter, kept between scans on this stream.
-    pub(crate) lookback: Mutex<scan::LookbackScratch>,
+    modules: Arc<Mutex<ModuleCache>>,
+    /// The look-back's status slots and ticket counter, kept between launches on this stream.
+    pub(crate) lookback: Mutex<lookback::LookbackScratch>,
     /// What a segmented reduction's tiles leave for its spine, kept between calls on this stream.
     pub(crate) carries: Mutex<memory::StreamScratch>,
 }
@@ -98,17 +100,22 @@ impl Drop for Gpu {
     }
 }
 
-/// What tells segmented-reduction modules apart (`Gpu::segreduce_module`).
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct SegModuleKey {
-    module: jit::Module,
-    cuda_type: &'static str,
-    declaration: &'static str,
-    spec: jit::SegReduceSpec,
-    load: jit::Load,
-    /// The operator's and the multiply's CUDA expressions and helpers.
-    ops: [Option<(String, String)>; 2],
-    tuning: Tuning,
+/// The loaded modules of every family: per family (its type), its modules by spec, one slot per
+/// part. Looking a module up hashes its spec once and formats nothing (a segmented reduction's
+/// apply looks its module up on every call).
+#[derive(Default)]
+struct ModuleCache(HashMap<TypeId, Box<dyn Any + Send>>);
+
+type FamilyModules<F> = HashMap<<F as KernelFamily>::Spec, Vec<Option<Arc<LoadedModule>>>>;
+
+impl ModuleCache {
+    fn family<F: KernelFamily>(&mut self) -> &mut FamilyModules<F> {
+        self.0
+            .entry(TypeId::of::<F>())
+            .or_insert_with(|| Box::new(FamilyModules::<F>::new()))
+            .downcast_mut()
+            .expect("one map type per family")
+    }
 }
 
 /// A module loaded on the device, its kernels and their occupancy.
@@ -119,13 +126,18 @@ pub(crate) struct LoadedModule {
 
 impl LoadedModule {
     /// The kernel and how many of its CTAs fit on one SM.
-    pub fn function(&self, name: &str) -> (&CudaFunction, u32) {
+    fn function(&self, name: &str) -> (&CudaFunction, u32) {
         let (_, f, blocks) = self
             .functions
             .iter()
             .find(|(n, _, _)| *n == name)
-            .expect("kernel names are fixed per module");
+            .unwrap_or_else(|| panic!("the module does not export {name}"));
         (f, *blocks)
+    }
+
+    /// How many CTAs of the kernel that takes `A` fit on one SM.
+    pub fn resident<A: KernelArgs>(&self) -> u32 {
+        self.function(A::KERNEL).1
     }
 }
 
@@ -177,9 +189,8 @@ impl Gpu {
             arch: (major * 10 + minor) as u32,
             sm_count,
             name,
-            modules: Arc::new(Mutex::new(HashMap::new())),
-            seg_modules: Arc::new(Mutex::new(HashMap::new())),
-            lookback: Mutex::new(scan::LookbackScratch::default()),
+            modules: Arc::new(Mutex::new(ModuleCache::default())),
+            lookback: Mutex::new(lookback::LookbackScratch::default()),
             carries: Mutex::new(memory::StreamScratch::default()),
         })
     }
@@ -194,8 +205,7 @@ impl Gpu {
             sm_count: self.sm_count,
             name: self.name.clone(),
             modules: self.modules.clone(),
-            seg_modules: self.seg_modules.clone(),
-            lookback: Mutex::new(scan::LookbackScratch::default()),
+            lookback: Mutex::new(lookback::LookbackScratch::default()),
             carries: Mutex::new(memory::StreamScratch::default()),
         }
     }
@@ -227,165 +237,39 @@ impl Gpu {
         result
     }
 
-    /// The module of `family` specialized for `T`, `op`, the input's `load` and `tuning`: from
-    /// memory, else from the disk cache, else compiled.
-    pub fn module<T: Element>(
+    /// Part `part` of family `F` for `spec`: from memory, else from the disk cache, else
+    /// compiled.
+    pub fn module<F: KernelFamily>(
         &self,
-        module: jit::Module,
-        op: Option<&Op<T>>,
-        load: &jit::Load,
-        tuning: &Tuning,
+        spec: &F::Spec,
+        part: &Part,
     ) -> Result<Arc<LoadedModule>> {
-        let key = format!(
-            "{:?}|{}|{}|{:?}|{:?}|{:?}",
-            module,
-            T::CUDA_TYPE,
-            T::CUDA_DECLARATION,
-            op.map(|o| (o.cuda_expression(), o.cuda_helpers(), o.is_commutative())),
-            load,
-            tuning
-        );
-        self.load(key, module, tuning, || {
-            jit::source(module, op, load, tuning)
-        })
-    }
-
-    /// A merge / mergesort module (`Blocksort`, `MergePasses` or `MergeSequences`) for keys `K`
-    /// and values `V`.
-    pub fn sort_module<K: Element, V: Element>(
-        &self,
-        module: jit::Module,
-        comparator: &crate::Comparator<K>,
-        values: jit::SortValues,
-        tuning: &Tuning,
-    ) -> Result<Arc<LoadedModule>> {
-        let key = format!(
-            "{:?}|{}|{}|{}|{}|{}|{}|{:?}|{:?}",
-            module,
-            K::CUDA_TYPE,
-            K::CUDA_DECLARATION,
-            V::CUDA_TYPE,
-            V::CUDA_DECLARATION,
-            comparator.cuda_expression(),
-            comparator.cuda_helpers(),
-            values,
-            tuning
-        );
-        self.load(key, module, tuning, || {
-            jit::sort_part_source::<K, V>(module, comparator, values, tuning)
-        })
-    }
-
-    /// The compaction module (reduce-by-key when `op` is given) for keys `K` and values `V`.
-    pub fn compact_module<K: Element, V: Element>(
-        &self,
-        spec: &jit::CompactSpec,
-        test: &jit::KeyTest<'_, K>,
-        op: Option<&Op<V>>,
-        tuning: &Tuning,
-    ) -> Result<Arc<LoadedModule>> {
-        let key = format!(
-            "compact|{}|{}|{}|{}|{:?}|{}|{:?}|{:?}",
-            K::CUDA_TYPE,
-            K::CUDA_DECLARATION,
-            V::CUDA_TYPE,
-            V::CUDA_DECLARATION,
-            spec,
-            test.key(),
-            op.map(|o| (o.cuda_expression(), o.cuda_helpers())),
-            tuning
-        );
-        let module = spec.module(op.is_some());
-        self.load(key, module, tuning, || {
-            jit::compact_source::<K, V>(spec, test, op, tuning)
-        })
-    }
-
-    /// The segmented-reduction module (`SegReduceTiles` or `SegReduceHelpers`) for values `T`
-    /// (SpMV: products by `mul`).
-    pub fn segreduce_module<T: Element>(
-        &self,
-        module: jit::Module,
-        spec: &jit::SegReduceSpec,
-        load: &jit::Load,
-        op: &Op<T>,
-        mul: Option<&Op<T>>,
-        tuning: &Tuning,
-    ) -> Result<Arc<LoadedModule>> {
-        let strings = |o: &Op<T>| {
-            (
-                o.cuda_expression().to_string(),
-                o.cuda_helpers().to_string(),
-            )
-        };
-        let key = SegModuleKey {
-            module,
-            cuda_type: T::CUDA_TYPE,
-            declaration: T::CUDA_DECLARATION,
-            spec: *spec,
-            load: load.clone(),
-            ops: [Some(strings(op)), mul.map(strings)],
-            tuning: *tuning,
-        };
-        if let Some(m) = self.seg_modules.lock().unwrap().get(&key) {
+        let index = F::PARTS
+            .iter()
+            .position(|p| p == part)
+            .unwrap_or_else(|| panic!("{} is not a part of {}", part.name, F::NAME));
+        if let Some(Some(m)) = self
+            .modules
+            .lock()
+            .unwrap()
+            .family::<F>()
+            .get(spec)
+            .map(|v| &v[index])
+        {
             return Ok(m.clone());
         }
-        let name = format!(
-            "segreduce|{:?}|{}|{}|{:?}|{:?}|{:?}|{:?}",
-            module,
-            T::CUDA_TYPE,
-            T::CUDA_DECLARATION,
-            spec,
-            load,
-            key.ops,
-            tuning
-        );
-        let gathers = module == jit::Module::SegReduceTiles && spec.gathers();
-        let loaded = self.load_with(name, module, tuning, gathers, || {
-            jit::segreduce_part_source::<T>(module, spec, load, op, mul, tuning)
-        })?;
-        self.seg_modules.lock().unwrap().insert(key, loaded.clone());
-        Ok(loaded)
-    }
-
-    /// A module from memory, else from the disk cache, else compiled from `source()`.
-    fn load(
-        &self,
-        key: String,
-        module: jit::Module,
-        tuning: &Tuning,
-        source: impl FnOnce() -> String,
-    ) -> Result<Arc<LoadedModule>> {
-        self.load_with(key, module, tuning, false, source)
-    }
-
-    /// [`Gpu::load`]; with `gathers`, the module's tiles gather through the L1 cache (SpMV's
-    /// vector, indirect CSR's values), and its kernels take only the shared memory of
-    /// `tuning.occ` CTAs per SM: the rest stays L1. (Left to the driver, such a kernel got all of
-    /// it; the L1 left held too few gathers in flight, and f64 SpMV on random rows ran at half
-    /// speed: BENCHMARKS.md.)
-    fn load_with(
-        &self,
-        key: String,
-        module: jit::Module,
-        tuning: &Tuning,
-        gathers: bool,
-        source: impl FnOnce() -> String,
-    ) -> Result<Arc<LoadedModule>> {
-        if let Some(m) = self.modules.lock().unwrap().get(&key) {
-            return Ok(m.clone());
-        }
-        let compiled = jit::compile(module.name(), &source(), self.arch)?;
+        let tuning = F::tuning(spec);
+        let compiled = jit::compile(part.name, &family::source::<F>(spec, Some(part)), self.arch)?;
         let cu_module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
             .map_err(driver("loading a compiled module"))?;
         let mut functions = Vec::new();
-        for &name in module.kernels() {
+        for &name in part.kernels {
             let f = cu_module
                 .load_function(name)
                 .map_err(driver("loading a kernel"))?;
-            if gathers {
+            if F::gathers(spec, part) {
                 self.keep_l1(&f, tuning.occ)?;
             }
             let blocks = f
@@ -398,8 +282,36 @@ impl Gpu {
             _module: cu_module,
             functions,
         });
-        self.modules.lock().unwrap().insert(key, loaded.clone());
+        let mut cache = self.modules.lock().unwrap();
+        let slots = cache
+            .family::<F>()
+            .entry(spec.clone())
+            .or_insert_with(|| vec![None; F::PARTS.len()]);
+        slots[index] = Some(loaded.clone());
         Ok(loaded)
+    }
+
+    /// Launches the kernel of `module` that takes `args` on `grid` CTAs of `block` threads, on
+    /// this stream. The argument list is the kernel's own (`KernelArgs`).
+    pub fn launch<A: KernelArgs>(
+        &self,
+        module: &LoadedModule,
+        grid: u32,
+        block: u32,
+        args: &A,
+    ) -> Result<()> {
+        let (f, _) = module.function(A::KERNEL);
+        let mut builder = self.stream.launch_builder(f);
+        args.push(&mut builder);
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: `A` is the kernel's own argument list (`KernelArgs`'s contract); its pointers are
+        // live device allocations of the lengths passed alongside, which the safe API validated.
+        unsafe { builder.launch(cfg) }.map_err(driver("launching a kernel"))?;
+        Ok(())
     }
 
     /// Asks for the shared-memory carveout `occupancy::gather_carveout` gives `ctas` CTAs of `f`
@@ -476,42 +388,6 @@ pub(crate) struct ByValue<T>(pub T);
 // SAFETY: `Element` requires `bytemuck::Pod`: plain bytes with no pointers or padding invariants,
 // which is what a kernel parameter of the matching CUDA type (checked by static_assert) expects.
 unsafe impl<T: Element> DeviceRepr for ByValue<T> {}
-
-/// Kernel launch on the GPU's stream. Arguments are pushed in order.
-pub(crate) fn launch(
-    gpu: &Gpu,
-    f: &CudaFunction,
-    grid: u32,
-    block: u32,
-    args: &[&dyn PushArg],
-) -> Result<()> {
-    let mut builder = gpu.stream.launch_builder(f);
-    for a in args {
-        a.push(&mut builder);
-    }
-    let cfg = cudarc::driver::LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (block, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: every kernel of this crate is launched with arguments matching its signature in
-    // kernels/*.cu (the callers below are written against them); all pointers are live device
-    // allocations of the lengths passed alongside, which the safe API validated.
-    unsafe { builder.launch(cfg) }.map_err(driver("launching a kernel"))?;
-    Ok(())
-}
-
-/// A kernel argument (object-safe wrapper over cudarc's builder).
-pub(crate) trait PushArg {
-    fn push<'a>(&'a self, b: &mut cudarc::driver::LaunchArgs<'a>);
-}
-
-impl<T: DeviceRepr> PushArg for T {
-    fn push<'a>(&'a self, b: &mut cudarc::driver::LaunchArgs<'a>) {
-        use cudarc::driver::PushKernelArg;
-        b.arg(self);
-    }
-}
 
 /// What the seed's benchmarks print about a GPU, from the driver's device attributes
 /// ([`Context::device_info`](crate::Context::device_info)). An attribute the driver does not

@@ -1,13 +1,134 @@
-//! Host side of device-wide reduce: passes of `mgpu_reduce` until one CTA remains.
+//! The reduce family (`mgpu_reduce`): passes over contiguous ranges of tiles until one CTA
+//! remains. Also the spec that reduce, scan and transform modules share: one element type, an
+//! operator and how the input is loaded.
 
-use super::jit::{Load, Module};
+use super::family::{Instance, KernelFamily, Part, TableTuning};
+use super::jit::{headers, ElementDesc, Expr, Load, Prelude};
 use super::memory::DeviceMem;
-use super::{launch, ByValue, Gpu};
+use super::{ByValue, Gpu};
 use crate::error::Result;
-use crate::tuning::Tuning;
-use crate::{Element, Op};
+use crate::tuning::{Family, Tuning};
+use crate::{Arithmetic, Element, Op};
 use cudarc::driver::sys::CUdeviceptr;
 use std::sync::Arc;
+
+/// A module over elements `T`, read as `load` says and combined by an operator (none for
+/// transform): the spec of the reduce, scan and transform families.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OpSpec {
+    /// The element type.
+    pub element: ElementDesc,
+    /// The operator's expression, and whether it is commutative.
+    pub op: Option<(Expr, bool)>,
+    /// How the input is read.
+    pub load: Load,
+    /// The tuning.
+    pub tuning: Tuning,
+}
+
+impl OpSpec {
+    /// `T`s combined by `op`, read as `load` says.
+    pub fn new<T: Element>(op: Option<&Op<T>>, load: &Load, tuning: &Tuning) -> OpSpec {
+        OpSpec {
+            element: ElementDesc::of::<T>(),
+            op: op.map(|o| (Expr::of_op(o), o.is_commutative())),
+            load: load.clone(),
+            tuning: *tuning,
+        }
+    }
+
+    /// The prelude's `MGPU_COMMUTATIVE`, `T`, the input and `Op`.
+    pub fn prelude(&self, p: &mut Prelude) {
+        p.define(
+            "MGPU_COMMUTATIVE",
+            self.op.as_ref().is_some_and(|(_, c)| *c) as u32,
+        )
+        .element("T", &self.element)
+        .load(&self.load);
+        if let Some((op, _)) = &self.op {
+            p.op("Op", "T", op);
+        }
+    }
+}
+
+/// The reduce family.
+pub struct Reduce;
+
+impl KernelFamily for Reduce {
+    type Spec = OpSpec;
+    const NAME: &'static str = "reduce";
+    const FILES: &'static [&'static str] = &[
+        headers::INTRINSICS,
+        headers::LOADSTORE,
+        headers::CTA_REDUCE,
+        include_str!("kernels/kernel_reduce.cu"),
+    ];
+    const PARTS: &'static [Part] = &[Part {
+        name: "reduce",
+        kernels: &["mgpu_reduce"],
+    }];
+    fn prelude(spec: &OpSpec, p: &mut Prelude) {
+        spec.prelude(p);
+    }
+    fn tuning(spec: &OpSpec) -> Tuning {
+        spec.tuning
+    }
+    const TUNING: &'static [Family] = &[Family::Reduce, Family::Scan];
+    fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
+        let mut out = Vec::new();
+        crate::for_each_arithmetic!(reduce_instances(table, &mut out));
+        Ok(out)
+    }
+}
+
+/// The operators every arithmetic type's reduce and scan modules are checked with: the default
+/// (`plus`, the primary), an order-keeping one, another.
+pub(crate) fn checked_ops<T: Arithmetic>() -> [Op<T>; 3] {
+    [Op::plus(), Op::plus().commutative(false), Op::maximum()]
+}
+
+/// Reduce over `T`s: each operator at the reduce tuning, and reduce-then-scan's upsweep (the
+/// reduce kernel on the scan's tiles, `upsweep_tuning`).
+fn reduce_instances<T: Arithmetic>(table: TableTuning<'_>, out: &mut Vec<Instance>) -> Result<()> {
+    let size = std::mem::size_of::<T>();
+    let plain = Load::plain::<T>();
+    for (i, op) in checked_ops::<T>().iter().enumerate() {
+        let label = format!("{} commutative={}", op.name(), op.is_commutative());
+        let t = table(Family::Reduce, size)?;
+        let spec = OpSpec::new(Some(op), &plain, &t);
+        out.push(
+            Instance::of::<Reduce>(&spec, Family::Reduce, ElementDesc::of::<T>(), &label)
+                .primary(i == 0),
+        );
+        let up = upsweep_tuning(table(Family::Scan, size)?, &t);
+        let spec = OpSpec::new(Some(op), &plain, &up);
+        out.push(Instance::of::<Reduce>(
+            &spec,
+            Family::Scan,
+            ElementDesc::of::<T>(),
+            format!("{label} upsweep"),
+        ));
+    }
+    Ok(())
+}
+
+/// The tuning of reduce-then-scan's upsweep: the scan's tiles (the downsweep rescans the same
+/// ranges of tiles) at no more than the reduce tuning's occupancy. The upsweep is the reduce
+/// kernel, which holds a thread's values in registers, so the higher OCC that the persistent
+/// look-back scan runs at would make it spill (1-byte elements at 128x39 spill from OCC 6 on).
+pub fn upsweep_tuning(scan: Tuning, reduce: &Tuning) -> Tuning {
+    Tuning {
+        occ: scan.occ.min(reduce.occ),
+        ..scan
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_reduce(Input in, u64 count, u64 tiles_per_cta, T* out, T identity).
+    ReduceArgs<T> = "mgpu_reduce" {
+        input: u64, count: u64, tiles_per_cta: u64, out: CUdeviceptr, identity: ByValue<T>,
+    }
+}
 
 /// The work split of one pass: `grid` CTAs, each over `tiles_per_cta` consecutive tiles.
 pub(crate) fn split(num_tiles: u64, max_ctas: u64) -> (u32, u64) {
@@ -30,43 +151,46 @@ pub(crate) fn reduce<T: Element>(
     out: CUdeviceptr,
     tuning: &Tuning,
 ) -> Result<()> {
-    let module = gpu.module(Module::Reduce, Some(op), load, tuning)?;
-    let (mut f, blocks_per_sm) = module.function("mgpu_reduce");
+    let part = &Reduce::PARTS[0];
+    let mut module = gpu.module::<Reduce>(&OpSpec::new(Some(op), load, tuning), part)?;
     // The first pass reads the input; later ones read partials, plain `T`s.
     let plain = if load.is_plain() {
         None
     } else {
-        Some(gpu.module(Module::Reduce, Some(op), &Load::plain::<T>(), tuning)?)
+        Some(gpu.module::<Reduce>(&OpSpec::new(Some(op), &Load::plain::<T>(), tuning), part)?)
     };
+    let resident = module.resident::<ReduceArgs<T>>();
     let nt = tuning.nt;
     let nv = tuning.nv() as u64;
     let (mut src, mut n) = (input, count);
     // Each level's partials live until the launch that reads them is queued (frees are stream-ordered).
     let mut levels: Vec<DeviceMem> = Vec::new();
     loop {
-        let (grid, tiles_per_cta) = split(n.div_ceil(nv), (gpu.sm_count * blocks_per_sm) as u64);
-        if grid == 1 {
-            return launch(
+        let (grid, tiles_per_cta) = split(n.div_ceil(nv), (gpu.sm_count * resident) as u64);
+        let next = if grid == 1 {
+            None
+        } else {
+            Some(DeviceMem::alloc(
                 gpu,
-                f,
-                1,
-                nt,
-                &[&src, &n, &tiles_per_cta, &out, &ByValue(op.identity())],
-            );
-        }
-        let next = DeviceMem::alloc(gpu, grid as usize * std::mem::size_of::<T>())?;
-        launch(
-            gpu,
-            f,
-            grid,
-            nt,
-            &[&src, &n, &tiles_per_cta, &next.ptr, &ByValue(op.identity())],
-        )?;
+                grid as usize * std::mem::size_of::<T>(),
+            )?)
+        };
+        let args = ReduceArgs {
+            input: src,
+            count: n,
+            tiles_per_cta,
+            out: next.as_ref().map_or(out, |m| m.ptr),
+            identity: ByValue(op.identity()),
+        };
+        gpu.launch(&module, grid, nt, &args)?;
+        let Some(next) = next else {
+            return Ok(());
+        };
         src = next.ptr;
         n = grid as u64;
         levels.push(next);
         if let Some(m) = &plain {
-            f = m.function("mgpu_reduce").0;
+            module = m.clone();
         }
     }
 }
@@ -85,19 +209,13 @@ pub(crate) fn upsweep<T: Element>(
     tiles_per_cta: u64,
     partials: CUdeviceptr,
 ) -> Result<()> {
-    let module = gpu.module(Module::Reduce, Some(op), load, tuning)?;
-    let (f, _) = module.function("mgpu_reduce");
-    launch(
-        gpu,
-        f,
-        grid,
-        tuning.nt,
-        &[
-            &input,
-            &count,
-            &tiles_per_cta,
-            &partials,
-            &ByValue(op.identity()),
-        ],
-    )
+    let module = gpu.module::<Reduce>(&OpSpec::new(Some(op), load, tuning), &Reduce::PARTS[0])?;
+    let args = ReduceArgs {
+        input,
+        count,
+        tiles_per_cta,
+        out: partials,
+        identity: ByValue(op.identity()),
+    };
+    gpu.launch(&module, grid, tuning.nt, &args)
 }

@@ -1,16 +1,413 @@
-//! Host side of the segmented reductions (kernel_segreduce.cu): validation of the segment
-//! descriptors (one small read-back), the tile partition, the tiles, and the spine that carries
-//! partial reductions across tiles on the look-back machinery the scan uses.
+//! The segmented-reduction family (kernel_segreduce.cu; SpMV is a segmented reduction of
+//! products): validation of the segment descriptors (one small read-back), the tile partition,
+//! the tiles, and the spine that carries partial reductions across tiles on the look-back.
 
-use super::jit::{Load, Module, SegItems, SegReduceSpec};
+use super::family::{part, Instance, KernelFamily, Part, TableTuning};
+use super::jit::{headers, ElementDesc, Expr, Load, Prelude};
+use super::lookback::{self, with_lookback, TileStatusArgs};
 use super::memory::DeviceMem;
-use super::scan::{value_record, with_lookback};
-use super::{launch, ByValue, Gpu};
+use super::{ByValue, Gpu, LoadedModule};
 use crate::error::Result;
-use crate::tuning::Tuning;
-use crate::{Element, Op};
+use crate::tuning::{Family, Tuning, MAX_TILE_BYTES};
+use crate::{Arithmetic, Element, Op};
 use cudarc::driver::sys::CUdeviceptr;
 use std::sync::Arc;
+
+/// Where a segmented reduction's items come from (kernel_segreduce.cu's `MGPU_SPMV`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SegItems {
+    /// The values themselves (plain, mapped or counting).
+    Values = 0,
+    /// `vec[cols[m]]`: unary SpMV.
+    SpmvUnary = 1,
+    /// `mul(matrix[m], vec[cols[m]])`: binary SpMV.
+    SpmvBinary = 2,
+}
+
+/// The variant of a segmented-reduction module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SegReduceSpec {
+    /// What is reduced.
+    pub items: SegItems,
+    /// Segment i's items start at `sources[i]` (indirect CSR).
+    pub indirect: bool,
+    /// 64-bit offsets (else 32-bit).
+    pub wide_offsets: bool,
+    /// 64-bit counts in the look-back pair (inputs of 2^32 items or more).
+    pub wide_count: bool,
+    /// Segments may be empty (else the offsets were checked to increase).
+    pub empty: bool,
+    /// The heads come packed from a plan (`mgpu_segreduce_codes`) instead of from the offsets:
+    /// direct, non-empty segments only.
+    pub codes: bool,
+    /// Direct SpMV: a warp gathers lane-strided (each load instruction reads 32 consecutive
+    /// nonzeros' columns) and puts the products back in thread order through shared memory; else
+    /// each thread gathers its own consecutive items.
+    pub strided: bool,
+}
+
+impl SegReduceSpec {
+    /// Lane-strided SpMV of 4- or 8-byte values keeps the tile's column indices in the slots of
+    /// its products (overwritten once the warp has read them), leaving shared memory to more
+    /// CTAs and the L1 cache.
+    pub fn cols_in_values(&self, value_size: usize) -> bool {
+        self.items != SegItems::Values
+            && self.strided
+            && !self.indirect
+            && (value_size == 4 || value_size == 8)
+    }
+
+    /// The tiles gather their items (SpMV's vector, indirect CSR's values) rather than stream
+    /// them: the L1 cache serves them (`Gpu::keep_l1`).
+    pub fn gathers(&self) -> bool {
+        self.items != SegItems::Values || self.indirect
+    }
+
+    /// The tuning this variant runs with, given the table's: the table's OCC is measured with
+    /// 32-bit offsets and counts, direct (the `segreduce` entry on values, the `spmv` entry on
+    /// SpMV). The variants that keep more live state spill at the table's OCC: indirect CSR
+    /// (sources) keeps OCC <= 5, 64-bit offsets or counts OCC <= 4 (kernels_compile checks every
+    /// variant).
+    pub fn tuning(&self, table: &Tuning) -> Tuning {
+        let narrow = !self.wide_offsets && !self.wide_count;
+        let mut t = *table;
+        if !narrow {
+            t.occ = t.occ.min(4);
+        } else if self.indirect {
+            t.occ = t.occ.min(5);
+        }
+        t
+    }
+
+    /// The variant of the helper kernels for offsets of this width: they read no value.
+    pub fn helpers(wide_offsets: bool) -> SegReduceSpec {
+        SegReduceSpec {
+            items: SegItems::Values,
+            indirect: false,
+            wide_offsets,
+            wide_count: false,
+            empty: false,
+            codes: false,
+            strided: false,
+        }
+    }
+}
+
+/// A segmented-reduction module: the variant, the values (read as `load` says), the operator
+/// (SpMV binary: and the products' `mul`) and the tuning, which the variant has adjusted.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SegModule {
+    /// The variant.
+    pub variant: SegReduceSpec,
+    /// The value type.
+    pub element: ElementDesc,
+    /// How the values are read.
+    pub load: Load,
+    /// The reduction.
+    pub op: Expr,
+    /// SpMV binary's products.
+    pub mul: Option<Expr>,
+    /// The tuning.
+    pub tuning: Tuning,
+}
+
+impl SegModule {
+    /// The module of `variant` for values `T` reduced by `op` (products by `mul`), with the
+    /// variant's tuning for the table's `tuning`.
+    pub fn new<T: Element>(
+        variant: SegReduceSpec,
+        load: &Load,
+        op: &Op<T>,
+        mul: Option<&Op<T>>,
+        tuning: &Tuning,
+    ) -> SegModule {
+        SegModule {
+            variant,
+            element: ElementDesc::of::<T>(),
+            load: load.clone(),
+            op: Expr::of_op(op),
+            mul: mul.map(Expr::of_op),
+            tuning: variant.tuning(tuning),
+        }
+    }
+
+    /// The helper kernels' module (partition, validation, codes): they do not depend on the
+    /// value type or operator, and are compiled with `T = unsigned` and `plus`, once per offset
+    /// width and tuning.
+    pub fn helpers(wide_offsets: bool, tuning: &Tuning) -> SegModule {
+        SegModule {
+            tuning: *tuning,
+            ..SegModule::new::<u32>(
+                SegReduceSpec::helpers(wide_offsets),
+                &Load::plain::<u32>(),
+                &Op::plus(),
+                None,
+                tuning,
+            )
+        }
+    }
+}
+
+/// Tiles per thread of the spine (kernel_segreduce.cu's MGPU_SPINE_VT): a spine tile takes the
+/// totals of `nt * SPINE_VT` reduction tiles.
+pub const SPINE_VT: u32 = 8;
+
+/// The segmented-reduction family, loaded in two parts: the tiles and the carry across them, and
+/// the helpers that depend on the offsets' width and the tile size only.
+pub struct SegReduce;
+
+impl KernelFamily for SegReduce {
+    type Spec = SegModule;
+    const NAME: &'static str = "segreduce";
+    const FILES: &'static [&'static str] = &[
+        headers::INTRINSICS,
+        headers::LOADSTORE,
+        headers::CTA_REDUCE,
+        headers::CTA_SCAN,
+        headers::LOOKBACK,
+        headers::SEGSCAN,
+        include_str!("kernels/kernel_segreduce.cu"),
+    ];
+    const PARTS: &'static [Part] = &[
+        Part {
+            name: "segreduce_tiles",
+            kernels: &[
+                "mgpu_segreduce",
+                "mgpu_segreduce_spine",
+                "mgpu_segreduce_fixup",
+            ],
+        },
+        Part {
+            name: "segreduce_helpers",
+            kernels: &[
+                "mgpu_segreduce_partition",
+                "mgpu_segreduce_validate",
+                "mgpu_segreduce_codes",
+                "mgpu_segreduce_headless",
+            ],
+        },
+    ];
+    fn prelude(spec: &SegModule, p: &mut Prelude) {
+        let v = &spec.variant;
+        let count_size = if v.wide_count { 8 } else { 4 };
+        lookback::prelude(
+            p,
+            lookback::pair_size(count_size, spec.element.size, spec.element.align),
+        );
+        p.define("MGPU_SPMV", v.items as u32)
+            .define("MGPU_INDIRECT", v.indirect as u32)
+            .define("MGPU_EMPTY", v.empty as u32)
+            .define("MGPU_CODES", v.codes as u32)
+            .define("MGPU_SPINE_VT", SPINE_VT)
+            .define("MGPU_STRIDED", v.strided as u32)
+            .define(
+                "MGPU_COLS_IN_VALUES",
+                v.cols_in_values(spec.element.size) as u32,
+            )
+            .element("T", &spec.element)
+            .load(&spec.load)
+            .raw(if v.wide_offsets {
+                "typedef unsigned long long O;"
+            } else {
+                "typedef unsigned O;"
+            })
+            .raw(if v.wide_count {
+                "typedef unsigned long long C;"
+            } else {
+                "typedef unsigned C;"
+            })
+            .op("Op", "T", &spec.op);
+        if let Some(mul) = &spec.mul {
+            p.op("Mul", "T", mul);
+        }
+    }
+    fn tuning(spec: &SegModule) -> Tuning {
+        spec.tuning
+    }
+    fn gathers(spec: &SegModule, part: &Part) -> bool {
+        part.name == "segreduce_tiles" && spec.variant.gathers()
+    }
+    fn compiles(spec: &SegModule, kernel: &str) -> bool {
+        // A plan's codes are for direct geometries without empty segments.
+        kernel != "mgpu_segreduce_codes" || !(spec.variant.indirect || spec.variant.empty)
+    }
+    const TUNING: &'static [Family] = &[Family::SegReduce, Family::Spmv];
+    fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
+        let mut out = Vec::new();
+        instances_of::<i32, u32>(table, &Op::plus(), true, &mut out)?;
+        instances_of::<f32, u32>(table, &Op::plus(), true, &mut out)?;
+        instances_of::<f64, u32>(table, &Op::plus(), true, &mut out)?;
+        instances_of::<f32, u64>(table, &Op::plus(), true, &mut out)?;
+        instances_of::<i64, u64>(table, &Op::maximum(), false, &mut out)?;
+        instances_of::<u8, u32>(table, &Op::plus(), false, &mut out)?;
+        Ok(out)
+    }
+}
+
+/// The table's tuning of a segmented reduction of `T`s with offsets `O`: SpMV has a family of
+/// its own (its items are gathers, which want other tiles); VT at most 31 (a thread's heads are
+/// one 32-bit mask); the tile's shared memory (values and a segment index per position, plus
+/// columns for SpMV and sources for indirect CSR) within the static limit. The variant then
+/// adjusts it ([`SegReduceSpec::tuning`]).
+pub fn table_tuning<T: Element, O: Element>(
+    table: TableTuning<'_>,
+    items: SegItems,
+    indirect: bool,
+) -> Result<Tuning> {
+    let family = if items == SegItems::Values {
+        Family::SegReduce
+    } else {
+        Family::Spmv
+    };
+    let mut t = table(family, std::mem::size_of::<T>())?;
+    let o = std::mem::size_of::<O>();
+    let per_item = std::mem::size_of::<T>()
+        + o
+        + if items != SegItems::Values && !indirect {
+            4
+        } else {
+            0
+        }
+        + if indirect { o } else { 0 };
+    t.vt = t.vt.min(31);
+    while t.vt > 1 && t.nv() * per_item > MAX_TILE_BYTES {
+        t.vt -= if t.vt > 2 { 2 } else { 1 };
+    }
+    Ok(t)
+}
+
+/// Every variant the entry points launch for values `T` and offsets `O`: values, and with `mul`
+/// SpMV unary and binary (lane-strided or not; products by `multiplies`); direct and indirect; 32- and 64-bit counts;
+/// marks and a plan's codes.
+fn instances_of<T: Arithmetic, O: Element>(
+    table: TableTuning<'_>,
+    op: &Op<T>,
+    spmv: bool,
+    out: &mut Vec<Instance>,
+) -> Result<()> {
+    let times = Op::<T>::multiplies();
+    let mut kinds = vec![SegItems::Values];
+    if spmv {
+        kinds.extend([SegItems::SpmvUnary, SegItems::SpmvBinary]);
+    }
+    for items in kinds {
+        for indirect in [false, true] {
+            // (wide_count, empty, codes): codes are for direct, non-empty segments.
+            let mut variants = vec![
+                (false, false, false),
+                (false, true, false),
+                (true, true, false),
+            ];
+            if !indirect {
+                variants.extend([(false, false, true), (true, false, true)]);
+            }
+            let strides: &[bool] = if items != SegItems::Values && !indirect {
+                &[false, true]
+            } else {
+                &[false]
+            };
+            for (wide_count, empty, codes) in variants {
+                for &strided in strides {
+                    let variant = SegReduceSpec {
+                        items,
+                        indirect,
+                        wide_offsets: std::mem::size_of::<O>() == 8,
+                        wide_count,
+                        empty,
+                        codes,
+                        strided,
+                    };
+                    let t = table_tuning::<T, O>(table, items, indirect)?;
+                    let mul = (items == SegItems::SpmvBinary).then_some(&times);
+                    let spec = SegModule::new(variant, &Load::plain::<T>(), op, mul, &t);
+                    let family = if items == SegItems::Values {
+                        Family::SegReduce
+                    } else {
+                        Family::Spmv
+                    };
+                    let primary = !indirect
+                        && !wide_count
+                        && !empty
+                        && !codes
+                        && (items == SegItems::Values
+                            || (items == SegItems::SpmvBinary && strided));
+                    let label = format!("{} {} {variant:?}", op.name(), O::CUDA_TYPE);
+                    out.push(
+                        Instance::of::<SegReduce>(&spec, family, ElementDesc::of::<T>(), label)
+                            .primary(primary),
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
+    // const O* offsets, const O* sources, const O* limits, u64 num_segments, u64 count,
+    // const unsigned* codes, const u64* bad, T* dest, T identity, SegPair* totals, T* leads,
+    // unsigned char* continued).
+    TilesArgs<T> = "mgpu_segreduce" {
+        input: u64, matrix: CUdeviceptr, cols: CUdeviceptr, vec: CUdeviceptr,
+        offsets: CUdeviceptr, sources: CUdeviceptr, limits: CUdeviceptr, num_segments: u64,
+        count: u64, codes: CUdeviceptr, bad: CUdeviceptr, dest: CUdeviceptr,
+        identity: ByValue<T>, totals: CUdeviceptr, leads: CUdeviceptr, continued: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_segreduce_spine(const SegPair* totals, const T* leads,
+    // const unsigned char* continued, const O* limits, u64 num_tiles, const u64* bad, T* dest,
+    // T identity, u64* tickets, u64 first_ticket, TileStatusOf<SegPair> status).
+    SpineArgs<T> = "mgpu_segreduce_spine" {
+        totals: CUdeviceptr, leads: CUdeviceptr, continued: CUdeviceptr, limits: CUdeviceptr,
+        num_tiles: u64, bad: CUdeviceptr, dest: CUdeviceptr, identity: ByValue<T>,
+        tickets: CUdeviceptr, first_ticket: u64, status: TileStatusArgs,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_segreduce_fixup(const SegPair* totals, const T* leads,
+    // const unsigned char* continued, const O* limits, u64 num_tiles, T* dest).
+    FixupArgs = "mgpu_segreduce_fixup" {
+        totals: CUdeviceptr, leads: CUdeviceptr, continued: CUdeviceptr, limits: CUdeviceptr,
+        num_tiles: u64, dest: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_segreduce_validate(const O* offsets, u64 num_segments, u64 count, int strict,
+    // const O* sources, u64 data_len, const unsigned* cols, u64 num_cols, u64 vec_len, u64* bad).
+    ValidateArgs = "mgpu_segreduce_validate" {
+        offsets: CUdeviceptr, num_segments: u64, count: u64, strict: i32, sources: CUdeviceptr,
+        data_len: u64, cols: CUdeviceptr, num_cols: u64, vec_len: u64, bad: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_segreduce_partition(const O* offsets, u64 num_segments, u64 count,
+    // u64 num_tiles, O* limits).
+    PartitionArgs = "mgpu_segreduce_partition" {
+        offsets: CUdeviceptr, num_segments: u64, count: u64, num_tiles: u64, limits: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_segreduce_codes(const O* offsets, const O* limits, u64 num_segments,
+    // u64 count, unsigned* codes).
+    CodesArgs = "mgpu_segreduce_codes" {
+        offsets: CUdeviceptr, limits: CUdeviceptr, num_segments: u64, count: u64,
+        codes: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_segreduce_headless(const O* limits, u64 num_tiles, unsigned* headless).
+    HeadlessArgs = "mgpu_segreduce_headless" {
+        limits: CUdeviceptr, num_tiles: u64, headless: CUdeviceptr,
+    }
+}
 
 /// A CSR geometry on the device: segment start offsets (of 4 or 8 bytes) over `count` positions.
 #[derive(Clone, Copy, Debug)]
@@ -82,31 +479,10 @@ fn spec(
     }
 }
 
-/// The module's helper kernels do not depend on the value type or operator: they are compiled
-/// with `T = unsigned` and `plus`, once per offset width and tuning.
-fn helper_module(
-    gpu: &Gpu,
-    geometry: &Geometry,
-    tuning: &Tuning,
-) -> Result<Arc<super::LoadedModule>> {
-    let spec = SegReduceSpec {
-        items: SegItems::Values,
-        indirect: false,
-        wide_offsets: geometry.wide_offsets,
-        wide_count: false,
-        empty: false,
-        codes: false,
-        strided: false,
-    };
-    let plain = Load::plain::<u32>();
-    gpu.segreduce_module::<u32>(
-        Module::SegReduceHelpers,
-        &spec,
-        &plain,
-        &Op::plus(),
-        None,
-        tuning,
-    )
+/// The helper kernels' module for the geometry's offsets.
+fn helper_module(gpu: &Gpu, geometry: &Geometry, tuning: &Tuning) -> Result<Arc<LoadedModule>> {
+    let spec = SegModule::helpers(geometry.wide_offsets, tuning);
+    gpu.module::<SegReduce>(&spec, part::<SegReduce>("segreduce_helpers"))
 }
 
 /// Queues the checks of the geometry (and sources, columns) on the GPU; their findings stay on
@@ -123,30 +499,23 @@ pub(crate) fn launch_validation(
         return Ok(None);
     }
     let module = helper_module(gpu, geometry, tuning)?;
-    let (f, _) = module.function("mgpu_segreduce_validate");
     let bad = DeviceMem::alloc(gpu, 32)?;
     gpu.memset(bad.ptr, 0xff, 32)?; // no bad index yet
     let block = 256u32;
     let grid = work.div_ceil(block as u64).min(gpu.sm_count as u64 * 8) as u32;
-    let strict = checks.strict as i32;
-    launch(
-        gpu,
-        f,
-        grid,
-        block,
-        &[
-            &geometry.offsets,
-            &geometry.num_segments,
-            &geometry.count,
-            &strict,
-            &geometry.sources,
-            &checks.data_len,
-            &checks.cols,
-            &checks.num_cols,
-            &checks.vec_len,
-            &bad.ptr,
-        ],
-    )?;
+    let args = ValidateArgs {
+        offsets: geometry.offsets,
+        num_segments: geometry.num_segments,
+        count: geometry.count,
+        strict: checks.strict as i32,
+        sources: geometry.sources,
+        data_len: checks.data_len,
+        cols: checks.cols,
+        num_cols: checks.num_cols,
+        vec_len: checks.vec_len,
+        bad: bad.ptr,
+    };
+    gpu.launch(&module, grid, block, &args)?;
     Ok(Some(bad))
 }
 
@@ -171,25 +540,19 @@ pub(crate) fn partition(
         return Ok(None);
     }
     let module = helper_module(gpu, geometry, tuning)?;
-    let (f, _) = module.function("mgpu_segreduce_partition");
     let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
     let width = if geometry.wide_offsets { 8 } else { 4 };
     let limits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * width)?;
     let block = 256u32;
     let grid = (num_tiles + 1).div_ceil(block as u64) as u32;
-    launch(
-        gpu,
-        f,
-        grid,
-        block,
-        &[
-            &geometry.offsets,
-            &geometry.num_segments,
-            &geometry.count,
-            &num_tiles,
-            &limits.ptr,
-        ],
-    )?;
+    let args = PartitionArgs {
+        offsets: geometry.offsets,
+        num_segments: geometry.num_segments,
+        count: geometry.count,
+        num_tiles,
+        limits: limits.ptr,
+    };
+    gpu.launch(&module, grid, block, &args)?;
     Ok(Some(limits))
 }
 
@@ -208,22 +571,17 @@ pub(crate) fn codes(
     };
     debug_assert!(!geometry.empty && geometry.sources == 0);
     let module = helper_module(gpu, geometry, tuning)?;
-    let (f, _) = module.function("mgpu_segreduce_codes");
     let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
     let codes = DeviceMem::alloc(gpu, (num_tiles * tuning.nt as u64 + 1) as usize * 4)?;
-    launch(
-        gpu,
-        f,
-        u32::try_from(num_tiles).expect("fewer than 2^32 tiles"),
-        tuning.nt,
-        &[
-            &geometry.offsets,
-            &limits.ptr,
-            &geometry.num_segments,
-            &geometry.count,
-            &codes.ptr,
-        ],
-    )?;
+    let args = CodesArgs {
+        offsets: geometry.offsets,
+        limits: limits.ptr,
+        num_segments: geometry.num_segments,
+        count: geometry.count,
+        codes: codes.ptr,
+    };
+    let grid = u32::try_from(num_tiles).expect("fewer than 2^32 tiles");
+    gpu.launch(&module, grid, tuning.nt, &args)?;
     Ok(Some(codes))
 }
 
@@ -241,25 +599,20 @@ pub(crate) fn heads_everywhere(
         return Ok(false);
     };
     let module = helper_module(gpu, geometry, tuning)?;
-    let (f, _) = module.function("mgpu_segreduce_headless");
     let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
     let headless = DeviceMem::zeroed(gpu, 4)?;
     let block = 256u32;
-    launch(
-        gpu,
-        f,
-        u32::try_from(num_tiles.div_ceil(block as u64)).expect("fewer than 2^32 tiles"),
-        block,
-        &[&limits.ptr, &num_tiles, &headless.ptr],
-    )?;
+    let args = HeadlessArgs {
+        limits: limits.ptr,
+        num_tiles,
+        headless: headless.ptr,
+    };
+    let grid = u32::try_from(num_tiles.div_ceil(block as u64)).expect("fewer than 2^32 tiles");
+    gpu.launch(&module, grid, block, &args)?;
     let mut found = [0u32];
     gpu.download(headless.ptr, &mut found)?;
     Ok(found[0] == 0)
 }
-
-/// Tiles per thread of the spine (kernel_segreduce.cu's MGPU_SPINE_VT): a spine tile takes the
-/// totals of `nt * SPINE_VT` reduction tiles.
-pub(crate) const SPINE_VT: u32 = 8;
 
 /// The segmented reduction of a geometry with its tile `limits` (from [`partition`] with the
 /// same tuning) and, from a plan, its packed heads (from [`codes`]) and whether a segment starts
@@ -297,13 +650,13 @@ pub(crate) fn reduce<T: Element>(
         std::mem::size_of::<T>(),
         tuning,
     );
-    let tuning = &spec.tuning(tuning);
+    let module_spec = SegModule::new(spec, items.load, op, mul, tuning);
+    let tuning = &module_spec.tuning;
     let codes = codes.map_or(0, |c| c.ptr);
-    let module =
-        gpu.segreduce_module::<T>(Module::SegReduceTiles, &spec, items.load, op, mul, tuning)?;
+    let module = gpu.module::<SegReduce>(&module_spec, part::<SegReduce>("segreduce_tiles"))?;
     let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
     let count_size = if spec.wide_count { 8 } else { 4 };
-    let pair = super::compact::pair_size(
+    let pair = lookback::pair_size(
         count_size,
         std::mem::size_of::<T>(),
         std::mem::align_of::<T>(),
@@ -317,75 +670,66 @@ pub(crate) fn reduce<T: Element>(
     let mut carries = gpu.carries.lock().unwrap_or_else(|e| e.into_inner());
     let base = carries.reserve(gpu, (continued_at + num_tiles) as usize)?;
     let (totals, leads, continued) = (base, base + leads_at, base + continued_at);
-    let identity = ByValue(op.identity());
-    let (tiles, _) = module.function("mgpu_segreduce");
-    launch(
-        gpu,
-        tiles,
-        u32::try_from(num_tiles).expect("fewer than 2^32 tiles"),
-        tuning.nt,
-        &[
-            &items.input,
-            &items.matrix,
-            &items.cols,
-            &items.vec,
-            &geometry.offsets,
-            &geometry.sources,
-            &limits.ptr,
-            &geometry.num_segments,
-            &geometry.count,
-            &codes,
-            &bad,
-            &dest,
-            &identity,
-            &totals,
-            &leads,
-            &continued,
-        ],
-    )?;
+    let tiles = TilesArgs {
+        input: items.input,
+        matrix: items.matrix,
+        cols: items.cols,
+        vec: items.vec,
+        offsets: geometry.offsets,
+        sources: geometry.sources,
+        limits: limits.ptr,
+        num_segments: geometry.num_segments,
+        count: geometry.count,
+        codes,
+        bad,
+        dest,
+        identity: ByValue(op.identity()),
+        totals,
+        leads,
+        continued,
+    };
+    let grid = u32::try_from(num_tiles).expect("fewer than 2^32 tiles");
+    gpu.launch(&module, grid, tuning.nt, &tiles)?;
     if num_tiles == 1 {
         return Ok(()); // a single tile continues no segment
     }
     if heads_everywhere {
         debug_assert!(bad == 0, "a plan's geometry was checked when it was made");
-        let (fixup, _) = module.function("mgpu_segreduce_fixup");
+        let fixup = FixupArgs {
+            totals,
+            leads,
+            continued,
+            limits: limits.ptr,
+            num_tiles,
+            dest,
+        };
         let grid = num_tiles.div_ceil(tuning.nt as u64);
-        return launch(
-            gpu,
-            fixup,
-            u32::try_from(grid).expect("fewer than 2^32 tiles"),
-            tuning.nt,
-            &[&totals, &leads, &continued, &limits.ptr, &num_tiles, &dest],
-        );
+        let grid = u32::try_from(grid).expect("fewer than 2^32 tiles");
+        return gpu.launch(&module, grid, tuning.nt, &fixup);
     }
-    let (spine, resident) = module.function("mgpu_segreduce_spine");
+    let resident = module.resident::<SpineArgs<T>>();
     let num_spine = num_tiles.div_ceil(tuning.nt as u64 * SPINE_VT as u64);
     let grid = num_spine.min((gpu.sm_count * resident) as u64);
     with_lookback(
         gpu,
         num_spine,
         grid,
-        value_record(pair),
+        pair,
         |tickets, first_ticket, status| {
-            launch(
-                gpu,
-                spine,
-                grid as u32,
-                tuning.nt,
-                &[
-                    &totals,
-                    &leads,
-                    &continued,
-                    &limits.ptr,
-                    &num_tiles,
-                    &bad,
-                    &dest,
-                    &identity,
-                    &tickets,
-                    &first_ticket,
-                    &status,
-                ],
-            )
+            let spine = SpineArgs {
+                totals,
+                leads,
+                continued,
+                limits: limits.ptr,
+                num_tiles,
+                bad,
+                dest,
+                identity: ByValue(op.identity()),
+                tickets,
+                first_ticket,
+                status,
+            };
+            gpu.launch(&module, grid as u32, tuning.nt, &spine)
         },
     )
 }

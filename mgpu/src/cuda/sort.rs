@@ -1,48 +1,209 @@
-//! Host side of merge and mergesort: blocksort, then merge passes ping-ponging between the
-//! caller's buffer and one temporary, arranged so that the result lands in the caller's buffer.
+//! The merge family: merge and mergesort. A sort is a blocksort, then merge passes ping-ponging
+//! between the caller's buffer and one temporary, arranged so that the result lands in the
+//! caller's buffer.
 
-use super::jit::{Module, SortValues};
+use super::family::{part, Instance, KernelFamily, Part, TableTuning};
+use super::jit::{headers, ElementDesc, Expr, Prelude};
 use super::memory::DeviceMem;
-use super::{launch, Gpu};
+use super::{Gpu, LoadedModule};
 use crate::error::Result;
-use crate::tuning::Tuning;
-use crate::{Comparator, Element};
+use crate::tuning::{Family, Tuning};
+use crate::{Arithmetic, Comparator, Element};
 use cudarc::driver::sys::CUdeviceptr;
 use std::sync::Arc;
 
+/// What a sort module carries besides its keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SortValues {
+    /// Keys only.
+    None,
+    /// A value per key, moved with it.
+    Pairs,
+    /// The value of each key is its input position (generated, not read).
+    Indices,
+}
+
+/// A merge / mergesort module: keys, values, comparator and tuning.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MergeSpec {
+    /// The key type.
+    pub keys: ElementDesc,
+    /// The value type (unused with `SortValues::None`).
+    pub values: ElementDesc,
+    /// What travels with the keys (`MGPU_VALUES`).
+    pub mode: SortValues,
+    /// The strict weak order's expression over `a` and `b`.
+    pub comparator: Expr,
+    /// The tuning.
+    pub tuning: Tuning,
+}
+
+impl MergeSpec {
+    /// Keys `K` with values `V`, ordered by `comparator`.
+    pub fn new<K: Element, V: Element>(
+        comparator: &Comparator<K>,
+        mode: SortValues,
+        tuning: &Tuning,
+    ) -> MergeSpec {
+        MergeSpec {
+            keys: ElementDesc::of::<K>(),
+            values: ElementDesc::of::<V>(),
+            mode,
+            comparator: Expr::new(comparator.cuda_expression(), comparator.cuda_helpers()),
+            tuning: *tuning,
+        }
+    }
+}
+
+/// The merge family, loaded in parts: the blocksort (a sort of one tile, and every sort's first
+/// step), the merge passes of larger sorts, and the merge of two sequences.
+pub struct Merge;
+
+impl KernelFamily for Merge {
+    type Spec = MergeSpec;
+    const NAME: &'static str = "merge";
+    const FILES: &'static [&'static str] = &[
+        headers::INTRINSICS,
+        headers::CTA_MERGE,
+        include_str!("kernels/kernel_mergesort.cu"),
+    ];
+    const PARTS: &'static [Part] = &[
+        Part {
+            name: "blocksort",
+            kernels: &["mgpu_blocksort"],
+        },
+        Part {
+            name: "merge_passes",
+            kernels: &[
+                "mgpu_merge_partition",
+                "mgpu_merge_pass",
+                "mgpu_merge4_partition",
+                "mgpu_merge4_pass",
+            ],
+        },
+        Part {
+            name: "merge_sequences",
+            kernels: &["mgpu_merge_partition", "mgpu_merge"],
+        },
+    ];
+    fn prelude(spec: &MergeSpec, p: &mut Prelude) {
+        p.define("MGPU_VALUES", spec.mode as u32)
+            .element("K", &spec.keys)
+            .element("V", &spec.values)
+            .functor(
+                "Comp",
+                "bool operator()(const K& a, const K& b)",
+                &spec.comparator,
+            );
+    }
+    fn tuning(spec: &MergeSpec) -> Tuning {
+        spec.tuning
+    }
+    const TUNING: &'static [Family] = &[Family::SortKeys, Family::SortPairs];
+    fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
+        let mut out = Vec::new();
+        crate::for_each_arithmetic!(merge_instances(table, &mut out));
+        Ok(out)
+    }
+}
+
+/// The tuning family of a sort and the size of its tile's elements.
+pub fn tuning_family(mode: SortValues, key_size: usize, value_size: usize) -> (Family, usize) {
+    match mode {
+        SortValues::None => (Family::SortKeys, key_size),
+        _ => (Family::SortPairs, key_size + value_size),
+    }
+}
+
+/// Keys `K` under `less` and `greater`: keys only, pairs of `K`s, and indices.
+fn merge_instances<K: Arithmetic>(table: TableTuning<'_>, out: &mut Vec<Instance>) -> Result<()> {
+    let k = std::mem::size_of::<K>();
+    for (c, comparator) in [Comparator::<K>::less(), Comparator::greater()]
+        .iter()
+        .enumerate()
+    {
+        for mode in [SortValues::None, SortValues::Pairs, SortValues::Indices] {
+            let spec = if mode == SortValues::Indices {
+                let (family, size) = tuning_family(mode, k, 4);
+                MergeSpec::new::<K, u32>(comparator, mode, &table(family, size)?)
+            } else {
+                let (family, size) = tuning_family(mode, k, k);
+                MergeSpec::new::<K, K>(comparator, mode, &table(family, size)?)
+            };
+            let (family, _) = tuning_family(mode, k, 0);
+            let label = format!("{} {mode:?}", comparator.name());
+            let primary = c == 0 && mode != SortValues::Indices;
+            out.push(
+                Instance::of::<Merge>(&spec, family, ElementDesc::of::<K>(), label)
+                    .primary(primary),
+            );
+        }
+    }
+    Ok(())
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_blocksort(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
+    // u64 count).
+    BlocksortArgs = "mgpu_blocksort" {
+        keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
+        values_out: CUdeviceptr, count: u64,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_merge_partition(const K* a_keys, u64 a_total, const K* b_keys, u64 b_total,
+    // int standalone, u64 width, u64 num_partitions, u64* partitions).
+    MergePartitionArgs = "mgpu_merge_partition" {
+        a_keys: CUdeviceptr, a_total: u64, b_keys: CUdeviceptr, b_total: u64, standalone: i32,
+        width: u64, num_partitions: u64, partitions: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_merge_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
+    // u64 count, u64 width, const u64* partitions); mgpu_merge4_pass has the same parameters,
+    // with the four-way splits (`quads`) last.
+    MergePassArgs = "mgpu_merge_pass" {
+        keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
+        values_out: CUdeviceptr, count: u64, width: u64, partitions: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
+    // u64 count, u64 width, const u64* quads).
+    Merge4PassArgs = "mgpu_merge4_pass" {
+        keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
+        values_out: CUdeviceptr, count: u64, width: u64, quads: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_merge4_partition(const K* keys, u64 count, u64 width, const u64* pairs,
+    // u64 num_partitions, u64* quads).
+    Merge4PartitionArgs = "mgpu_merge4_partition" {
+        keys: CUdeviceptr, count: u64, width: u64, pairs: CUdeviceptr, num_partitions: u64,
+        quads: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_merge(const K* a_keys, const V* a_values, u64 a_count, const K* b_keys,
+    // const V* b_values, u64 b_count, K* keys_out, V* values_out, const u64* partitions).
+    MergeArgs = "mgpu_merge" {
+        a_keys: CUdeviceptr, a_values: CUdeviceptr, a_count: u64, b_keys: CUdeviceptr,
+        b_values: CUdeviceptr, b_count: u64, keys_out: CUdeviceptr, values_out: CUdeviceptr,
+        partitions: CUdeviceptr,
+    }
+}
+
 const PARTITION_THREADS: u32 = 128;
 
-#[allow(clippy::too_many_arguments)]
-fn partitions(
-    gpu: &Arc<Gpu>,
-    f: &cudarc::driver::CudaFunction,
-    a: CUdeviceptr,
-    a_count: u64,
-    b: CUdeviceptr,
-    b_count: u64,
-    standalone: bool,
-    width: u64,
-    out: &DeviceMem,
-    count: u64,
-) -> Result<()> {
-    let grid = count.div_ceil(PARTITION_THREADS as u64) as u32;
-    let standalone = standalone as i32;
-    launch(
-        gpu,
-        f,
-        grid,
-        PARTITION_THREADS,
-        &[
-            &a,
-            &a_count,
-            &b,
-            &b_count,
-            &standalone,
-            &width,
-            &count,
-            &out.ptr,
-        ],
-    )
+/// The merge path splits of `args.num_partitions` boundaries.
+fn partitions(gpu: &Gpu, module: &LoadedModule, args: &MergePartitionArgs) -> Result<()> {
+    let grid = args.num_partitions.div_ceil(PARTITION_THREADS as u64) as u32;
+    gpu.launch(module, grid, PARTITION_THREADS, args)
 }
 
 /// Sorts `count` keys at `keys` (with values at `values` unless `SortValues::None`) in place.
@@ -66,20 +227,21 @@ pub(crate) fn sort<K: Element, V: Element>(
     let levels = u64::BITS - (num_tiles - 1).leading_zeros(); // ceil(log2(num_tiles))
     let two_way = levels % 2;
     let passes = two_way + levels / 2;
-    let blocksort_module = gpu.sort_module::<K, V>(Module::Blocksort, comparator, mode, tuning)?;
-    let (blocksort, _) = blocksort_module.function("mgpu_blocksort");
+    let spec = MergeSpec::new::<K, V>(comparator, mode, tuning);
+    let blocksort = gpu.module::<Merge>(&spec, part::<Merge>("blocksort"))?;
     if passes == 0 {
         // One tile: sorted in place (the kernel stages it in shared memory), and only the block
         // sort is compiled.
-        return launch(
-            gpu,
-            blocksort,
-            1,
-            tuning.nt,
-            &[&keys, &values, &keys, &values, &count],
-        );
+        let args = BlocksortArgs {
+            keys_in: keys,
+            values_in: values,
+            keys_out: keys,
+            values_out: values,
+            count,
+        };
+        return gpu.launch(&blocksort, 1, tuning.nt, &args);
     }
-    let module = gpu.sort_module::<K, V>(Module::MergePasses, comparator, mode, tuning)?;
+    let module = gpu.module::<Merge>(&spec, part::<Merge>("merge_passes"))?;
     let has_values = mode != SortValues::None;
     let temp_keys = DeviceMem::alloc(gpu, count as usize * std::mem::size_of::<K>())?;
     let temp_values = if has_values {
@@ -97,72 +259,71 @@ pub(crate) fn sort<K: Element, V: Element>(
     if passes.is_multiple_of(2) {
         std::mem::swap(&mut src, &mut dst);
     }
-    launch(
-        gpu,
-        blocksort,
-        num_tiles as u32,
-        tuning.nt,
-        &[&keys, &values, &dst.0, &dst.1, &count],
-    )?;
+    let args = BlocksortArgs {
+        keys_in: keys,
+        values_in: values,
+        keys_out: dst.0,
+        values_out: dst.1,
+        count,
+    };
+    gpu.launch(&blocksort, num_tiles as u32, tuning.nt, &args)?;
     let pairs = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 8)?;
     let quads = if levels >= 2 {
         Some(DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 32)?)
     } else {
         None
     };
-    let (partition, _) = module.function("mgpu_merge_partition");
-    let (merge_pass, _) = module.function("mgpu_merge_pass");
-    let (partition4, _) = module.function("mgpu_merge4_partition");
-    let (merge4_pass, _) = module.function("mgpu_merge4_pass");
     let mut width = nv;
     let mut current = dst;
     let mut other = src;
     for pass in 0..passes {
         // Both kinds of pass start from the two-way split of every tile boundary.
-        partitions(
-            gpu,
-            partition,
-            current.0,
-            count,
-            0,
-            0,
-            false,
+        let split = MergePartitionArgs {
+            a_keys: current.0,
+            a_total: count,
+            b_keys: 0,
+            b_total: 0,
+            standalone: 0,
             width,
-            &pairs,
-            num_tiles + 1,
-        )?;
+            num_partitions: num_tiles + 1,
+            partitions: pairs.ptr,
+        };
+        partitions(gpu, &module, &split)?;
         let four_way = pass >= two_way;
-        let (f, splits) = if four_way {
+        if four_way {
             let quads = quads.as_ref().expect("allocated for two levels or more");
             let grid = (num_tiles + 1).div_ceil(PARTITION_THREADS as u64) as u32;
-            let num_partitions = num_tiles + 1;
-            launch(
-                gpu,
-                partition4,
-                grid,
-                PARTITION_THREADS,
-                &[
-                    &current.0,
-                    &count,
-                    &width,
-                    &pairs.ptr,
-                    &num_partitions,
-                    &quads.ptr,
-                ],
-            )?;
-            (merge4_pass, quads.ptr)
+            let split4 = Merge4PartitionArgs {
+                keys: current.0,
+                count,
+                width,
+                pairs: pairs.ptr,
+                num_partitions: num_tiles + 1,
+                quads: quads.ptr,
+            };
+            gpu.launch(&module, grid, PARTITION_THREADS, &split4)?;
+            let merge = Merge4PassArgs {
+                keys_in: current.0,
+                values_in: current.1,
+                keys_out: other.0,
+                values_out: other.1,
+                count,
+                width,
+                quads: quads.ptr,
+            };
+            gpu.launch(&module, num_tiles as u32, tuning.nt, &merge)?;
         } else {
-            (merge_pass, pairs.ptr)
-        };
-        launch(
-            gpu,
-            f,
-            num_tiles as u32,
-            tuning.nt,
-            &[
-                &current.0, &current.1, &other.0, &other.1, &count, &width, &splits,
-            ],
-        )?;
+            let merge = MergePassArgs {
+                keys_in: current.0,
+                values_in: current.1,
+                keys_out: other.0,
+                values_out: other.1,
+                count,
+                width,
+                partitions: pairs.ptr,
+            };
+            gpu.launch(&module, num_tiles as u32, tuning.nt, &merge)?;
+        }
         std::mem::swap(&mut current, &mut other);
         width *= if four_way { 4 } else { 2 };
     }
@@ -185,38 +346,31 @@ pub(crate) fn merge<K: Element, V: Element>(
     if total == 0 {
         return Ok(());
     }
-    let module = gpu.sort_module::<K, V>(Module::MergeSequences, comparator, mode, tuning)?;
+    let spec = MergeSpec::new::<K, V>(comparator, mode, tuning);
+    let module = gpu.module::<Merge>(&spec, part::<Merge>("merge_sequences"))?;
     let num_tiles = total.div_ceil(tuning.nv() as u64);
     let splits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 8)?;
-    let (partition, _) = module.function("mgpu_merge_partition");
-    partitions(
-        gpu,
-        partition,
-        a.0,
-        a.2,
-        b.0,
-        b.2,
-        true,
-        0,
-        &splits,
-        num_tiles + 1,
-    )?;
-    let (f, _) = module.function("mgpu_merge");
-    launch(
-        gpu,
-        f,
-        num_tiles as u32,
-        tuning.nt,
-        &[
-            &a.0,
-            &a.1,
-            &a.2,
-            &b.0,
-            &b.1,
-            &b.2,
-            &out.0,
-            &out.1,
-            &splits.ptr,
-        ],
-    )
+    let split = MergePartitionArgs {
+        a_keys: a.0,
+        a_total: a.2,
+        b_keys: b.0,
+        b_total: b.2,
+        standalone: 1,
+        width: 0,
+        num_partitions: num_tiles + 1,
+        partitions: splits.ptr,
+    };
+    partitions(gpu, &module, &split)?;
+    let args = MergeArgs {
+        a_keys: a.0,
+        a_values: a.1,
+        a_count: a.2,
+        b_keys: b.0,
+        b_values: b.1,
+        b_count: b.2,
+        keys_out: out.0,
+        values_out: out.1,
+        partitions: splits.ptr,
+    };
+    gpu.launch(&module, num_tiles as u32, tuning.nt, &args)
 }
