@@ -2,9 +2,9 @@
 //! family (`mgpu_non_trivial_runs`): each one launch of the look-back (kernel_compact.cu, shared
 //! with reduce-by-key).
 
-use super::family::{Instance, KernelFamily, Part, TableTuning};
+use super::family::{Instance, KernelFamily, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Prelude};
-use super::lookback::{self, with_lookback, TileStatusArgs};
+use super::lookback::{self, TileStatusArgs};
 use super::Gpu;
 use crate::error::Result;
 use crate::tuning::{Family, Tuning};
@@ -14,12 +14,7 @@ use std::sync::Arc;
 
 /// The device files of the compaction kernels (and reduce-by-key's).
 pub(crate) const FILES: &[&str] = &[
-    headers::INTRINSICS,
-    headers::LOADSTORE,
-    headers::CTA_REDUCE,
-    headers::CTA_SCAN,
-    headers::LOOKBACK,
-    headers::SEGSCAN,
+    headers::RUNS_TILES,
     include_str!("kernels/kernel_compact.cu"),
 ];
 
@@ -169,30 +164,49 @@ impl CompactModule {
     }
 }
 
-/// The compaction family: select, partition, unique.
-pub struct Compact;
+/// A family of one kernel of kernel_compact.cu, whose spec is a [`CompactModule`].
+macro_rules! compaction_family {
+    ($(#[$meta:meta])* $family:ident = $name:literal, $kernel:literal, $tuning:expr, $instances:ident) => {
+        $(#[$meta])*
+        pub struct $family;
 
-impl KernelFamily for Compact {
-    type Spec = CompactModule;
-    const NAME: &'static str = "compact";
-    const FILES: &'static [&'static str] = FILES;
-    const PARTS: &'static [Part] = &[Part {
-        name: "compact",
-        kernels: &["mgpu_compact"],
-    }];
-    fn prelude(spec: &CompactModule, p: &mut Prelude) {
-        spec.prelude(p);
-    }
-    fn tuning(spec: &CompactModule) -> Tuning {
-        spec.tuning
-    }
-    const TUNING: &'static [Family] = &[Family::Compact];
-    fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
-        let mut out = Vec::new();
-        crate::for_each_arithmetic!(compact_instances(table, &mut out));
-        Ok(out)
-    }
+        impl $crate::cuda::family::KernelFamily for $family {
+            type Spec = $crate::cuda::compact::CompactModule;
+            const NAME: &'static str = $name;
+            const FILES: &'static [&'static str] = $crate::cuda::compact::FILES;
+            const PARTS: &'static [$crate::cuda::family::Part] = &[$crate::cuda::family::Part {
+                name: $name,
+                kernels: &[$kernel],
+            }];
+            fn prelude(spec: &Self::Spec, p: &mut $crate::cuda::jit::Prelude) {
+                spec.prelude(p);
+            }
+            fn tuning(spec: &Self::Spec) -> $crate::tuning::Tuning {
+                spec.tuning
+            }
+            const TUNING: &'static [$crate::tuning::Family] = &[$tuning];
+            fn instances(
+                _arch: u32,
+                table: $crate::cuda::family::TableTuning<'_>,
+            ) -> $crate::error::Result<Vec<$crate::cuda::family::Instance>> {
+                let mut out = Vec::new();
+                $crate::for_each_arithmetic!($instances(table, &mut out));
+                Ok(out)
+            }
+        }
+    };
 }
+pub(crate) use compaction_family;
+
+compaction_family!(
+    /// The compaction family: select, partition, unique.
+    Compact = "compact", "mgpu_compact", Family::Compact, compact_instances
+);
+
+compaction_family!(
+    /// The non-trivial runs family: (offset, length) of each run longer than one.
+    NonTrivialRuns = "non_trivial_runs", "mgpu_non_trivial_runs", Family::Compact, non_trivial_instances
+);
 
 /// The compaction tuning for keys of `key_size` and values of `value_size` bytes (0: none): the
 /// table's for the tile's item size, VT at most 31 (a thread's kept items are one 32-bit mask).
@@ -312,31 +326,6 @@ fn non_trivial_instances<K: Arithmetic>(
     Ok(())
 }
 
-/// The non-trivial runs family: (offset, length) of each run longer than one.
-pub struct NonTrivialRuns;
-
-impl KernelFamily for NonTrivialRuns {
-    type Spec = CompactModule;
-    const NAME: &'static str = "non_trivial_runs";
-    const FILES: &'static [&'static str] = FILES;
-    const PARTS: &'static [Part] = &[Part {
-        name: "non_trivial_runs",
-        kernels: &["mgpu_non_trivial_runs"],
-    }];
-    fn prelude(spec: &CompactModule, p: &mut Prelude) {
-        spec.prelude(p);
-    }
-    fn tuning(spec: &CompactModule) -> Tuning {
-        spec.tuning
-    }
-    const TUNING: &'static [Family] = &[Family::Compact];
-    fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
-        let mut out = Vec::new();
-        crate::for_each_arithmetic!(non_trivial_instances(table, &mut out));
-        Ok(out)
-    }
-}
-
 crate::kernel_args! {
     // SAFETY: mgpu_compact(Input keys, const V* values, T* keys_out, V* values_out,
     // T* keys_rejected, V* values_rejected, u64 count, u64* count_out, u64* tickets,
@@ -391,27 +380,24 @@ pub(crate) fn compact<K: Element, V: Element>(
     let module_spec = CompactModule::new::<K, V>(spec, test, None, tuning);
     let module = gpu.module::<Compact>(&module_spec, &Compact::PARTS[0])?;
     let num_tiles = count.div_ceil(tuning.nv() as u64);
-    let grid = num_tiles.min((gpu.sm_count * module.resident::<CompactArgs>()) as u64);
-    with_lookback(
+    lookback::launch(
         gpu,
+        &module,
         num_tiles,
-        grid,
+        tuning.nt,
         module_spec.published(),
-        |tickets, first_ticket, status| {
-            let args = CompactArgs {
-                keys: arrays.keys,
-                values: arrays.values,
-                keys_out: arrays.keys_out,
-                values_out: arrays.values_out,
-                keys_rejected: arrays.keys_rejected,
-                values_rejected: arrays.values_rejected,
-                count,
-                count_out: arrays.count_out,
-                tickets,
-                first_ticket,
-                status,
-            };
-            gpu.launch(&module, grid as u32, tuning.nt, &args)
+        |tickets, first_ticket, status| CompactArgs {
+            keys: arrays.keys,
+            values: arrays.values,
+            keys_out: arrays.keys_out,
+            values_out: arrays.values_out,
+            keys_rejected: arrays.keys_rejected,
+            values_rejected: arrays.values_rejected,
+            count,
+            count_out: arrays.count_out,
+            tickets,
+            first_ticket,
+            status,
         },
     )
 }
@@ -443,24 +429,21 @@ pub(crate) fn non_trivial_runs<K: Element, L: Element>(
     let module_spec = CompactModule::new::<K, L>(spec, &KeyTest::Runs(equal), None, tuning);
     let module = gpu.module::<NonTrivialRuns>(&module_spec, &NonTrivialRuns::PARTS[0])?;
     let num_tiles = count.div_ceil(tuning.nv() as u64);
-    let grid = num_tiles.min((gpu.sm_count * module.resident::<NonTrivialRunsArgs>()) as u64);
-    with_lookback(
+    lookback::launch(
         gpu,
+        &module,
         num_tiles,
-        grid,
+        tuning.nt,
         module_spec.published(),
-        |tickets, first_ticket, status| {
-            let args = NonTrivialRunsArgs {
-                keys,
-                offsets_out: offsets,
-                lengths_out: lengths,
-                count,
-                count_out,
-                tickets,
-                first_ticket,
-                status,
-            };
-            gpu.launch(&module, grid as u32, tuning.nt, &args)
+        |tickets, first_ticket, status| NonTrivialRunsArgs {
+            keys,
+            offsets_out: offsets,
+            lengths_out: lengths,
+            count,
+            count_out,
+            tickets,
+            first_ticket,
+            status,
         },
     )
 }

@@ -13,22 +13,59 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// The device headers kernel files build on, by layer (`kernels/`).
+/// The device headers kernel files build on, by layer (`kernels/`), and the stacks of them that
+/// several families include.
 pub mod headers {
+    macro_rules! header {
+        (intrinsics) => {
+            include_str!("kernels/intrinsics.cuh")
+        };
+        (loadstore) => {
+            include_str!("kernels/loadstore.cuh")
+        };
+        (cta_reduce) => {
+            include_str!("kernels/cta_reduce.cuh")
+        };
+        (cta_scan) => {
+            include_str!("kernels/cta_scan.cuh")
+        };
+        (lookback) => {
+            include_str!("kernels/lookback.cuh")
+        };
+        (segscan) => {
+            include_str!("kernels/segscan.cuh")
+        };
+        (cta_merge) => {
+            include_str!("kernels/cta_merge.cuh")
+        };
+    }
     /// Word-wise shuffles, relaxed / acquire / release accesses, L2 loads, cp.async.
-    pub const INTRINSICS: &str = include_str!("kernels/intrinsics.cuh");
+    pub const INTRINSICS: &str = header!(intrinsics);
     /// `Input` and tile <-> shared memory movement.
-    pub const LOADSTORE: &str = include_str!("kernels/loadstore.cuh");
+    pub const LOADSTORE: &str = header!(loadstore);
     /// Ordered warp / CTA reduce.
-    pub const CTA_REDUCE: &str = include_str!("kernels/cta_reduce.cuh");
-    /// Ordered warp / CTA exclusive scan.
-    pub const CTA_SCAN: &str = include_str!("kernels/cta_scan.cuh");
-    /// The decoupled look-back: tile status and the ticketed tile loop.
-    pub const LOOKBACK: &str = include_str!("kernels/lookback.cuh");
-    /// The (runs, value) pair of a segmented scan.
-    pub const SEGSCAN: &str = include_str!("kernels/segscan.cuh");
+    pub const CTA_REDUCE: &str = header!(cta_reduce);
     /// Merge path search, serial merge, odd-even transposition sort.
-    pub const CTA_MERGE: &str = include_str!("kernels/cta_merge.cuh");
+    pub const CTA_MERGE: &str = header!(cta_merge);
+    /// What a look-back kernel builds on: intrinsics, load / store, CTA reduce and scan, the
+    /// look-back (tile status and the ticketed tile loop).
+    pub const LOOKBACK_TILES: &str = concat!(
+        header!(intrinsics),
+        header!(loadstore),
+        header!(cta_reduce),
+        header!(cta_scan),
+        header!(lookback)
+    );
+    /// [`LOOKBACK_TILES`] and the (runs, value) pair of a segmented scan: compaction,
+    /// reduce-by-key and the segmented reduction.
+    pub const RUNS_TILES: &str = concat!(
+        header!(intrinsics),
+        header!(loadstore),
+        header!(cta_reduce),
+        header!(cta_scan),
+        header!(lookback),
+        header!(segscan)
+    );
 }
 
 /// A module's source under construction: the generated prelude (tuning, kernels wanted, types,

@@ -3,8 +3,9 @@
 //! look-back kernel (scan, compaction, reduce-by-key, non-trivial runs, the segmented
 //! reduction's spine) goes through.
 
+use super::family::KernelArgs;
 use super::jit::Prelude;
-use super::Gpu;
+use super::{Gpu, LoadedModule};
 use crate::error::Result;
 use cudarc::driver::{sys::CUdeviceptr, DeviceRepr};
 
@@ -107,7 +108,7 @@ impl LookbackScratch {
 /// `published` bytes each: `launch` queues it, given the ticket counter, the first ticket and the
 /// tile status. The stream's look-back state stays locked until the launch is queued, so launches
 /// on the stream run in the order of their epochs.
-pub(crate) fn with_lookback(
+fn with_lookback(
     gpu: &Gpu,
     num_tiles: u64,
     grid: u64,
@@ -126,6 +127,24 @@ pub(crate) fn with_lookback(
     // Each CTA draws one ticket per tile it takes and one that ends its loop.
     scratch.tickets += num_tiles + grid;
     Ok(())
+}
+
+/// Launches a look-back kernel of `module` over `num_tiles` tiles on a persistent grid (one CTA
+/// per resident slot, at most one per tile) of `block` threads, whose tiles publish `published`
+/// bytes each: `args` makes its argument list from the ticket counter, the first ticket and the
+/// tile status.
+pub(crate) fn launch<A: KernelArgs>(
+    gpu: &Gpu,
+    module: &LoadedModule,
+    num_tiles: u64,
+    block: u32,
+    published: usize,
+    args: impl FnOnce(CUdeviceptr, u64, TileStatusArgs) -> A,
+) -> Result<()> {
+    let grid = num_tiles.min((gpu.sm_count * module.resident::<A>()) as u64);
+    with_lookback(gpu, num_tiles, grid, published, |tickets, first, status| {
+        gpu.launch(module, grid as u32, block, &args(tickets, first, status))
+    })
 }
 
 /// Bytes of the (count, value) pair that a tile of a segmented scan publishes (`RunPair` in

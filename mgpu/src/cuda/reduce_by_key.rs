@@ -1,12 +1,11 @@
 //! The reduce-by-key family (`mgpu_reduce_by_key`, also run-length encoding): one launch of the
 //! look-back whose tiles publish a (runs, value) pair (kernel_compact.cu).
 
-use super::compact::{
-    self, wide, CompactArrays, CompactModule, CompactSpec, KeyTest, Rejected, FILES,
-};
-use super::family::{Instance, KernelFamily, Part, TableTuning};
-use super::jit::{ElementDesc, Prelude};
-use super::lookback::{with_lookback, TileStatusArgs};
+use super::compact::{self, compaction_family, wide, CompactArrays, CompactModule, CompactSpec};
+use super::compact::{KeyTest, Rejected};
+use super::family::{Instance, KernelFamily, TableTuning};
+use super::jit::ElementDesc;
+use super::lookback::{self, TileStatusArgs};
 use super::{ByValue, Gpu};
 use crate::error::Result;
 use crate::tuning::{Family, Tuning};
@@ -14,30 +13,10 @@ use crate::{Arithmetic, Element, Equality, Op};
 use cudarc::driver::sys::CUdeviceptr;
 use std::sync::Arc;
 
-/// The reduce-by-key family.
-pub struct ReduceByKey;
-
-impl KernelFamily for ReduceByKey {
-    type Spec = CompactModule;
-    const NAME: &'static str = "reduce_by_key";
-    const FILES: &'static [&'static str] = FILES;
-    const PARTS: &'static [Part] = &[Part {
-        name: "reduce_by_key",
-        kernels: &["mgpu_reduce_by_key"],
-    }];
-    fn prelude(spec: &CompactModule, p: &mut Prelude) {
-        spec.prelude(p);
-    }
-    fn tuning(spec: &CompactModule) -> Tuning {
-        spec.tuning
-    }
-    const TUNING: &'static [Family] = &[Family::ReduceByKey];
-    fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
-        let mut out = Vec::new();
-        crate::for_each_arithmetic!(instances_of(table, &mut out));
-        Ok(out)
-    }
-}
+compaction_family!(
+    /// The reduce-by-key family (also run-length encoding).
+    ReduceByKey = "reduce_by_key", "mgpu_reduce_by_key", Family::ReduceByKey, instances_of
+);
 
 /// The table's reduce-by-key tuning for keys of `key_size` and values of `value_size` bytes.
 pub fn tuning(table: TableTuning<'_>, key_size: usize, value_size: usize) -> Result<Tuning> {
@@ -109,29 +88,25 @@ pub(crate) fn reduce_by_key<K: Element, V: Element>(
     );
     let module = gpu.module::<ReduceByKey>(&spec, &ReduceByKey::PARTS[0])?;
     let num_tiles = count.div_ceil(tuning.nv() as u64);
-    let resident = module.resident::<ReduceByKeyArgs<V>>();
-    let grid = num_tiles.min((gpu.sm_count * resident) as u64);
-    with_lookback(
+    lookback::launch(
         gpu,
+        &module,
         num_tiles,
-        grid,
+        tuning.nt,
         spec.published(),
-        |tickets, first_ticket, status| {
-            let args = ReduceByKeyArgs {
-                keys: arrays.keys,
-                values: arrays.values,
-                use_constant: constant.is_some() as i32,
-                constant: ByValue(constant.unwrap_or(op.identity())),
-                keys_out: arrays.keys_out,
-                values_out: arrays.values_out,
-                count,
-                count_out: arrays.count_out,
-                tickets,
-                first_ticket,
-                status,
-                identity: ByValue(op.identity()),
-            };
-            gpu.launch(&module, grid as u32, tuning.nt, &args)
+        |tickets, first_ticket, status| ReduceByKeyArgs {
+            keys: arrays.keys,
+            values: arrays.values,
+            use_constant: constant.is_some() as i32,
+            constant: ByValue(constant.unwrap_or(op.identity())),
+            keys_out: arrays.keys_out,
+            values_out: arrays.values_out,
+            count,
+            count_out: arrays.count_out,
+            tickets,
+            first_ticket,
+            status,
+            identity: ByValue(op.identity()),
         },
     )
 }

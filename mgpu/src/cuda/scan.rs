@@ -3,7 +3,7 @@
 
 use super::family::{part, Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Load, Prelude};
-use super::lookback::{self, with_lookback, TileStatusArgs};
+use super::lookback::{self, TileStatusArgs};
 use super::memory::DeviceMem;
 use super::reduce::{checked_ops, split, upsweep, upsweep_tuning, OpSpec};
 use super::{ByValue, Gpu};
@@ -21,11 +21,7 @@ impl KernelFamily for Scan {
     type Spec = OpSpec;
     const NAME: &'static str = "scan";
     const FILES: &'static [&'static str] = &[
-        headers::INTRINSICS,
-        headers::LOADSTORE,
-        headers::CTA_REDUCE,
-        headers::CTA_SCAN,
-        headers::LOOKBACK,
+        headers::LOOKBACK_TILES,
         include_str!("kernels/kernel_scan.cu"),
     ];
     const PARTS: &'static [Part] = &[
@@ -154,27 +150,23 @@ pub(crate) fn scan<T: Element>(
             };
             let num_tiles = (count + head).div_ceil(nv);
             let module = gpu.module::<Scan>(&spec, part::<Scan>("scan_lookback"))?;
-            let resident = module.resident::<ScanLookbackArgs<T>>();
-            let grid = num_tiles.min((gpu.sm_count * resident) as u64);
-            with_lookback(
+            lookback::launch(
                 gpu,
+                &module,
                 num_tiles,
-                grid,
+                tuning.nt,
                 std::mem::size_of::<T>(),
-                |tickets, first_ticket, status| {
-                    let args = ScanLookbackArgs {
-                        input,
-                        output,
-                        count,
-                        head,
-                        exclusive,
-                        tickets,
-                        first_ticket,
-                        status,
-                        total,
-                        identity: ByValue(op.identity()),
-                    };
-                    gpu.launch(&module, grid as u32, tuning.nt, &args)
+                |tickets, first_ticket, status| ScanLookbackArgs {
+                    input,
+                    output,
+                    count,
+                    head,
+                    exclusive,
+                    tickets,
+                    first_ticket,
+                    status,
+                    total,
+                    identity: ByValue(op.identity()),
                 },
             )
         }

@@ -4,7 +4,7 @@
 
 use super::family::{part, Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Load, Prelude};
-use super::lookback::{self, with_lookback, TileStatusArgs};
+use super::lookback::{self, TileStatusArgs};
 use super::memory::DeviceMem;
 use super::{ByValue, Gpu, LoadedModule};
 use crate::error::Result;
@@ -160,12 +160,7 @@ impl KernelFamily for SegReduce {
     type Spec = SegModule;
     const NAME: &'static str = "segreduce";
     const FILES: &'static [&'static str] = &[
-        headers::INTRINSICS,
-        headers::LOADSTORE,
-        headers::CTA_REDUCE,
-        headers::CTA_SCAN,
-        headers::LOOKBACK,
-        headers::SEGSCAN,
+        headers::RUNS_TILES,
         include_str!("kernels/kernel_segreduce.cu"),
     ];
     const PARTS: &'static [Part] = &[
@@ -707,29 +702,25 @@ pub(crate) fn reduce<T: Element>(
         let grid = u32::try_from(grid).expect("fewer than 2^32 tiles");
         return gpu.launch(&module, grid, tuning.nt, &fixup);
     }
-    let resident = module.resident::<SpineArgs<T>>();
     let num_spine = num_tiles.div_ceil(tuning.nt as u64 * SPINE_VT as u64);
-    let grid = num_spine.min((gpu.sm_count * resident) as u64);
-    with_lookback(
+    lookback::launch(
         gpu,
+        &module,
         num_spine,
-        grid,
+        tuning.nt,
         pair,
-        |tickets, first_ticket, status| {
-            let spine = SpineArgs {
-                totals,
-                leads,
-                continued,
-                limits: limits.ptr,
-                num_tiles,
-                bad,
-                dest,
-                identity: ByValue(op.identity()),
-                tickets,
-                first_ticket,
-                status,
-            };
-            gpu.launch(&module, grid as u32, tuning.nt, &spine)
+        |tickets, first_ticket, status| SpineArgs {
+            totals,
+            leads,
+            continued,
+            limits: limits.ptr,
+            num_tiles,
+            bad,
+            dest,
+            identity: ByValue(op.identity()),
+            tickets,
+            first_ticket,
+            status,
         },
     )
 }

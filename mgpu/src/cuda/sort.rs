@@ -2,7 +2,7 @@
 //! between the caller's buffer and one temporary, arranged so that the result lands in the
 //! caller's buffer.
 
-use super::family::{part, Instance, KernelFamily, Part, TableTuning};
+use super::family::{part, Instance, KernelArgs, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Prelude};
 use super::memory::DeviceMem;
 use super::{Gpu, LoadedModule};
@@ -162,20 +162,22 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_merge_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
-    // u64 count, u64 width, const u64* partitions); mgpu_merge4_pass has the same parameters,
-    // with the four-way splits (`quads`) last.
+    // u64 count, u64 width, const u64* partitions).
     MergePassArgs = "mgpu_merge_pass" {
         keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
         values_out: CUdeviceptr, count: u64, width: u64, partitions: CUdeviceptr,
     }
 }
 
-crate::kernel_args! {
-    // SAFETY: mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
-    // u64 count, u64 width, const u64* quads).
-    Merge4PassArgs = "mgpu_merge4_pass" {
-        keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
-        values_out: CUdeviceptr, count: u64, width: u64, quads: CUdeviceptr,
+/// The four-way pass's arguments: the two-way pass's, with the four-way splits as `partitions`.
+struct Merge4PassArgs(MergePassArgs);
+
+// SAFETY: mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
+// u64 count, u64 width, const u64* quads): mgpu_merge_pass's parameter list.
+unsafe impl KernelArgs for Merge4PassArgs {
+    const KERNEL: &'static str = "mgpu_merge4_pass";
+    fn push<'a>(&'a self, launch: &mut cudarc::driver::LaunchArgs<'a>) {
+        self.0.push(launch);
     }
 }
 
@@ -302,26 +304,22 @@ pub(crate) fn sort<K: Element, V: Element>(
                 quads: quads.ptr,
             };
             gpu.launch(&module, grid, PARTITION_THREADS, &split4)?;
-            let merge = Merge4PassArgs {
-                keys_in: current.0,
-                values_in: current.1,
-                keys_out: other.0,
-                values_out: other.1,
-                count,
-                width,
-                quads: quads.ptr,
-            };
-            gpu.launch(&module, num_tiles as u32, tuning.nt, &merge)?;
+        }
+        let merge = MergePassArgs {
+            keys_in: current.0,
+            values_in: current.1,
+            keys_out: other.0,
+            values_out: other.1,
+            count,
+            width,
+            partitions: match &quads {
+                Some(quads) if four_way => quads.ptr,
+                _ => pairs.ptr,
+            },
+        };
+        if four_way {
+            gpu.launch(&module, num_tiles as u32, tuning.nt, &Merge4PassArgs(merge))?;
         } else {
-            let merge = MergePassArgs {
-                keys_in: current.0,
-                values_in: current.1,
-                keys_out: other.0,
-                values_out: other.1,
-                count,
-                width,
-                partitions: pairs.ptr,
-            };
             gpu.launch(&module, num_tiles as u32, tuning.nt, &merge)?;
         }
         std::mem::swap(&mut current, &mut other);
