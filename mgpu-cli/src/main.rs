@@ -1,14 +1,14 @@
 //! The `mgpu` command: demos, benchmarks and device information.
 
 mod bench;
-mod bench_compact;
-mod bench_segreduce;
 mod chart;
 mod demo;
 mod info;
+mod instantiations;
 mod occupancy;
 mod output;
 mod peers;
+mod primitives;
 mod tune;
 mod warmup;
 

@@ -7,13 +7,13 @@
 //! No GPU is needed: the numbers come from ptxas's report (NVRTC's log). On a GPU of the reported
 //! architecture each module is also loaded and the driver's attributes are compared with ptxas's.
 
+use crate::instantiations::{instantiations, Instantiation, Purpose};
 // The primitives whose kernels can be reported: every one `mgpu bench` measures.
-use crate::bench::PRIMITIVES;
-use mgpu::cuda::jit::{self, CompactSpec, KernelReport, KeyTest, Load, Module, Rejected};
-use mgpu::cuda::jit::{SegItems, SegReduceSpec, SortValues};
+use crate::primitives::PRIMITIVES;
+use mgpu::cuda::jit::{self, KernelReport};
 use mgpu::cuda::occupancy::{gather_carveout, theoretical, Occupancy, SmLimits};
-use mgpu::tuning::{self, Family, Tuning};
-use mgpu::{Comparator, Context, Element, Equality, Op, Predicate};
+use mgpu::tuning::{self, Tuning};
+use mgpu::Context;
 
 /// The merge-path partition kernels run with this many threads (cuda/sort.rs).
 const MERGE_PARTITION_THREADS: u32 = 128;
@@ -50,195 +50,11 @@ pub(crate) fn parse_arch(v: &str) -> Result<u32, String> {
         .map_err(|_| format!("bad arch `{v}` (e.g. 90)"))
 }
 
-/// One module to compile: the row label, the tuning the library would use, and its source.
-struct Item {
-    label: &'static str,
-    tuning: Tuning,
-    module: Module,
-    source: String,
-    /// The tiles gather through the L1 cache: they run with a smaller carveout
-    /// (`occupancy::gather_carveout`).
-    gathers: bool,
-}
-
-/// The modules that `primitive` runs for `T` with the default operators (plus; less for sorting;
-/// non-zero and equal-to for compaction), under the tunings the library would choose on `arch`.
-fn items<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<Vec<Item>, String> {
-    let err = |e: mgpu::Error| e.to_string();
-    let s = std::mem::size_of::<T>();
-    let plus = Op::<T>::plus();
-    let plain = Load::plain::<T>();
-    let less = Comparator::<T>::less();
-    let item = |label, tuning, module, source| Item {
-        label,
-        tuning,
-        module,
-        source,
-        gathers: false,
-    };
-    // Compaction: the table's entry for the tile's bytes per item, VT at most 31 (compact.rs).
-    let compact_tuning = |family, size: usize| -> Result<Tuning, String> {
-        let mut t = tuning::lookup(family, arch, size).map_err(err)?;
-        t.vt = t.vt.min(31);
-        Ok(t)
-    };
-    let compact_spec = |unique, values, rejected| CompactSpec {
-        unique,
-        keys_out: true,
-        values,
-        rejected,
-        wide_count: false,
-        non_trivial_runs: false,
-    };
-    let pred = Predicate::<T>::nonzero();
-    let eq = Equality::<T>::equal_to();
-    Ok(match primitive {
-        "reduce" | "scan" => {
-            let (module, family) = if primitive == "reduce" {
-                (Module::Reduce, Family::Reduce)
-            } else {
-                (Module::Scan, Family::Scan)
-            };
-            let t = tuning::lookup(family, arch, s).map_err(err)?;
-            let src = jit::source(module, Some(&plus), &plain, &t);
-            vec![item(primitive_label(primitive), t, module, src)]
-        }
-        "sort-keys" | "merge" => {
-            let t = tuning::lookup(Family::SortKeys, arch, s).map_err(err)?;
-            let src = jit::sort_source::<T, T>(&less, SortValues::None, &t);
-            vec![item(primitive_label(primitive), t, Module::Merge, src)]
-        }
-        "sort-pairs" => {
-            let size = tuning::tile_element_size(Family::SortPairs, s, s);
-            let t = tuning::lookup(Family::SortPairs, arch, size).map_err(err)?;
-            let src = jit::sort_source::<T, T>(&less, SortValues::Pairs, &t);
-            vec![item("sort-pairs", t, Module::Merge, src)]
-        }
-        "select" | "partition" | "unique" => {
-            let t = compact_tuning(Family::Compact, s)?;
-            let (spec, test) = match primitive {
-                "select" => (
-                    compact_spec(false, false, Rejected::Dropped),
-                    KeyTest::Predicate(&pred),
-                ),
-                // partition_if: the rejected keys into the output's tail.
-                "partition" => (
-                    compact_spec(false, false, Rejected::Reversed),
-                    KeyTest::Predicate(&pred),
-                ),
-                _ => (
-                    compact_spec(true, false, Rejected::Dropped),
-                    KeyTest::Runs(&eq),
-                ),
-            };
-            let src = jit::compact_source::<T, T>(&spec, &test, None, &t);
-            vec![item(primitive_label(primitive), t, spec.module(false), src)]
-        }
-        "rle" => {
-            // Run lengths are u32 values (as the bench runs it), summed per run of equal keys.
-            let t = compact_tuning(
-                Family::ReduceByKey,
-                tuning::tile_element_size(Family::ReduceByKey, s, 4),
-            )?;
-            let spec = compact_spec(true, true, Rejected::Dropped);
-            let ones = Op::<u32>::plus();
-            let src = jit::compact_source::<T, u32>(&spec, &KeyTest::Runs(&eq), Some(&ones), &t);
-            vec![item("rle", t, spec.module(true), src)]
-        }
-        "reduce-by-key" => {
-            let t = compact_tuning(
-                Family::ReduceByKey,
-                tuning::tile_element_size(Family::ReduceByKey, s, s),
-            )?;
-            let spec = compact_spec(true, true, Rejected::Dropped);
-            let src = jit::compact_source::<T, T>(&spec, &KeyTest::Runs(&eq), Some(&plus), &t);
-            vec![item("reduce-by-key", t, spec.module(true), src)]
-        }
-        "segreduce" | "spmv" => {
-            // CSR with 32-bit offsets; SpMV with a matrix and a vector (binary).
-            let spmv = primitive == "spmv";
-            let kind = if spmv {
-                SegItems::SpmvBinary
-            } else {
-                SegItems::Values
-            };
-            let t = mgpu::segreduce::tuning_for::<T, u32>(Some(arch), kind, false).map_err(err)?;
-            let spec = SegReduceSpec {
-                items: kind,
-                indirect: false,
-                wide_offsets: false,
-                wide_count: false,
-                empty: false,
-                codes: false,
-                strided: false,
-            };
-            let mul = Op::<T>::multiplies();
-            let src = jit::segreduce_source::<T>(&spec, &plain, &plus, spmv.then_some(&mul), &t);
-            // A plan's apply: its tiles read packed heads (and SpMV's, over rows longer than a
-            // thread's items, gather lane-strided).
-            let apply = SegReduceSpec {
-                codes: true,
-                strided: spmv,
-                ..spec
-            };
-            let apply_src = jit::segreduce_part_source::<T>(
-                Module::SegReduceTiles,
-                &apply,
-                &plain,
-                &plus,
-                spmv.then_some(&mul),
-                &t,
-            );
-            let apply_label = if spmv {
-                "spmv/apply"
-            } else {
-                "segreduce/apply"
-            };
-            vec![
-                Item {
-                    gathers: spec.gathers(),
-                    ..item(primitive_label(primitive), t, Module::SegReduce, src)
-                },
-                Item {
-                    gathers: apply.gathers(),
-                    ..item(apply_label, t, Module::SegReduceTiles, apply_src)
-                },
-            ]
-        }
-        other => return Err(format!("occupancy: unknown primitive `{other}`")),
-    })
-}
-
-/// The groups of rows: a primitive each, sort's keys and pairs apart.
-const GROUPS: &[&str] = &[
-    "reduce",
-    "scan",
-    "sort-keys",
-    "sort-pairs",
-    "merge",
-    "select",
-    "partition",
-    "unique",
-    "rle",
-    "reduce-by-key",
-    "segreduce",
-    "spmv",
-];
-
-/// The `'static` name of a group.
-fn primitive_label(p: &str) -> &'static str {
-    GROUPS.iter().find(|&&q| q == p).copied().unwrap_or("?")
-}
-
-fn items_for(ty: &str, primitive: &str, arch: u32) -> Result<Vec<Item>, String> {
-    match ty {
-        "i32" => items::<i32>(primitive, arch),
-        "i64" => items::<i64>(primitive, arch),
-        "u32" => items::<u32>(primitive, arch),
-        "u64" => items::<u64>(primitive, arch),
-        "f32" => items::<f32>(primitive, arch),
-        "f64" => items::<f64>(primitive, arch),
-        other => Err(format!("occupancy: unknown type `{other}`")),
+/// The groups of rows of `primitive`: sort's keys and pairs apart.
+fn groups(primitive: &str) -> Vec<&str> {
+    match primitive {
+        "sort" => vec!["sort-keys", "sort-pairs"],
+        p => vec![p],
     }
 }
 
@@ -344,7 +160,7 @@ fn report(
     device: Option<&Context>,
     arch: u32,
     ty: &str,
-    item: &Item,
+    item: &Instantiation,
     tally: &mut Tally,
 ) -> Result<(), String> {
     let compiled =
@@ -468,9 +284,13 @@ pub fn run(args: OccupancyArgs) -> Result<(), String> {
         ));
     }
     let groups: Vec<&str> = match args.primitive.as_deref() {
-        Some("sort") => vec!["sort-keys", "sort-pairs"],
-        Some(p) => vec![primitive_label(p)],
-        None => GROUPS.iter().copied().filter(|&g| g != "merge").collect(),
+        Some(p) => groups(p),
+        // merge's kernels are sort-keys' module.
+        None => PRIMITIVES
+            .iter()
+            .flat_map(|p| groups(p))
+            .filter(|&g| g != "merge")
+            .collect(),
     };
     let types: Vec<&str> = if args.types.is_empty() {
         DEFAULT_TYPES.to_vec()
@@ -498,7 +318,7 @@ pub fn run(args: OccupancyArgs) -> Result<(), String> {
             println!();
         }
         for ty in &types {
-            for item in items_for(ty, g, arch)? {
+            for item in instantiations(g, ty, arch, Purpose::Report)? {
                 report(device, arch, ty, &item, &mut tally)?;
             }
         }
@@ -597,12 +417,13 @@ mod tests {
 
     #[test]
     fn every_primitive_and_type_has_modules() {
-        for p in GROUPS {
+        for p in PRIMITIVES.iter().flat_map(|p| groups(p)) {
             for ty in TYPES {
-                let items = items_for(ty, p, 90).unwrap();
+                let items = instantiations(p, ty, 90, Purpose::Report).unwrap();
                 assert!(!items.is_empty(), "{p} {ty}");
                 for i in items {
-                    assert!(i.tuning.vt <= 31 || !matches!(i.module, Module::Compact));
+                    let compact = matches!(i.module, jit::Module::Compact);
+                    assert!(i.tuning.vt <= 31 || !compact);
                 }
             }
         }

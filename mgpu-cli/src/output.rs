@@ -47,7 +47,7 @@ pub fn note(s: impl Display) {
 }
 
 /// A progress bar on stderr, hidden when stderr is not a terminal (tests, CI logs, pipes). While
-/// it lives, [`line`] and [`note`] print around it and [`tick`] advances it.
+/// it lives, [`line()`] and [`note`] print around it and [`tick`] advances it.
 pub struct Progress(ProgressBar);
 
 impl Progress {

@@ -85,56 +85,25 @@ impl Peer {
         &self.exe
     }
 
-    /// Runs one measurement with the harness's default parameter; returns
-    /// the parsed line.
-    pub fn run(&self, algo: &str, ty: &str, n: u64, reps: u32) -> Result<PeerResult, String> {
-        self.run_with(algo, ty, n, reps, None)
-    }
-
-    /// Runs one measurement; `param` is the harness's optional fifth
-    /// argument (percent selected for select-*/partition-if, mean run length
-    /// for unique/rle/nontrivial-runs/reduce-by-key; None: its default).
-    /// Returns the parsed line.
-    pub fn run_with(
+    /// Runs one measurement; `param` is the harness's optional fifth argument: percent selected
+    /// for select-*/partition-if, mean run length for unique/rle/nontrivial-runs/reduce-by-key,
+    /// the segment distribution of `segreduce` (`fixed-L`, `uniform-M`, `powerlaw`, `one`,
+    /// `empty-M`) or the matrix of `spmv` (`random-M`, `powerlaw`, `stencil2d`, `stencil3d`),
+    /// whose results carry the geometry's checksum; None: its default. Returns the parsed line.
+    pub fn run(
         &self,
         algo: &str,
         ty: &str,
         n: u64,
         reps: u32,
-        param: Option<u64>,
-    ) -> Result<PeerResult, String> {
-        self.run_args(algo, ty, n, reps, param.map(|p| p.to_string()))
-    }
-
-    /// Runs one measurement whose parameter is a word: the segment distribution of `segreduce`
-    /// (`fixed-L`, `uniform-M`, `powerlaw`, `one`, `empty-M`) or the matrix of `spmv`
-    /// (`random-M`, `powerlaw`, `stencil2d`, `stencil3d`). Its result carries the geometry's
-    /// checksum.
-    pub fn run_spec(
-        &self,
-        algo: &str,
-        ty: &str,
-        n: u64,
-        reps: u32,
-        spec: &str,
-    ) -> Result<PeerResult, String> {
-        self.run_args(algo, ty, n, reps, Some(spec.to_string()))
-    }
-
-    fn run_args(
-        &self,
-        algo: &str,
-        ty: &str,
-        n: u64,
-        reps: u32,
-        param: Option<String>,
+        param: Option<&str>,
     ) -> Result<PeerResult, String> {
         let output = Command::new(&self.exe)
-            .args(harness_args(algo, ty, n, reps, param.as_deref()))
+            .args(harness_args(algo, ty, n, reps, param))
             .output()
             .map_err(|e| format!("cannot run {}: {e}", self.exe.display()))?;
         // Names the measurement in errors; the param only where one was given.
-        let what = match &param {
+        let what = match param {
             Some(p) => format!("{algo} {ty} n={n} param={p}"),
             None => format!("{algo} {ty} n={n}"),
         };

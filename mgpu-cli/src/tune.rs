@@ -11,118 +11,26 @@
 //! `MGPU_TUNING` naming a temporary tuning file of that candidate: the library reads the file when
 //! a primitive is called, and a fresh process has no module compiled with another tuning.
 
+use crate::bench::harness::{label, type_size};
+use crate::instantiations::{instantiations, Purpose};
 use crate::output::{self, Progress};
-use mgpu::cuda::jit::{self, CompactSpec, KeyTest, Load, Module, Rejected, SegItems};
-use mgpu::cuda::jit::{SegReduceSpec, SortValues};
+use crate::primitives::{bench_types, PRIMITIVES, TYPES};
+use mgpu::cuda::jit::{self, Module};
 use mgpu::cuda::occupancy::{theoretical, SmLimits};
 use mgpu::tuning::{self, Family, Tuning, MAX_TILE_BYTES};
-use mgpu::{Comparator, Context, Element, Equality, Op, Predicate};
+use mgpu::Context;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
-
-static ARCH: OnceLock<u32> = OnceLock::new();
-
-/// The architecture whose tunings `tuning_label` names (the bench's device; 90 on the CPU).
-pub(crate) fn set_arch(arch: u32) {
-    let _ = ARCH.set(arch);
-}
-
-/// Bytes of an element type of `--types`.
-pub(crate) fn type_size(ty: &str) -> Option<usize> {
-    Some(match ty {
-        "u8" => 1,
-        "u16" => 2,
-        "i32" | "u32" | "f32" => 4,
-        "i64" | "u64" | "f64" => 8,
-        _ => return None,
-    })
-}
-
-/// The kernel family of a bench row's variant and the bytes per element of its tile.
-pub(crate) fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
-    let s = type_size(ty)?;
-    let starts = |p: &str| variant.starts_with(p);
-    Some(if starts("reduce-by-key") {
-        (Family::ReduceByKey, 2 * s)
-    } else if starts("reduce") {
-        (Family::Reduce, s)
-    } else if starts("scan") {
-        (Family::Scan, s)
-    } else if starts("sort-pairs") {
-        (Family::SortPairs, 2 * s)
-    } else if starts("sort-keys") || starts("merge") {
-        (Family::SortKeys, s)
-    } else if starts("unique-by-key") {
-        (Family::Compact, 2 * s)
-    } else if starts("rle") {
-        (Family::ReduceByKey, s + 4)
-    } else if starts("select") || starts("partition") || starts("unique") || starts("non-trivial") {
-        (Family::Compact, s)
-    } else if starts("segreduce") {
-        (Family::SegReduce, s)
-    } else if starts("spmv") {
-        (Family::Spmv, s)
-    } else {
-        return None;
-    })
-}
-
-/// `NTxVTxOCC` of the tuning a bench row ran with (as the library chooses it for the row's
-/// family and element size), or `-`.
-pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
-    let arch = ARCH.get().copied().unwrap_or(90);
-    if variant.ends_with("/preprocessed") {
-        return "-".into(); // two families' kernels
-    }
-    if variant.starts_with("spmv") {
-        // SpMV runs with its own VT and OCC (segreduce::tuning_for, SegReduceSpec::tuning).
-        let kind = SegItems::SpmvBinary;
-        let t = match ty {
-            "f64" => mgpu::segreduce::tuning_for::<f64, u32>(Some(arch), kind, false),
-            _ => mgpu::segreduce::tuning_for::<f32, u32>(Some(arch), kind, false),
-        };
-        let spec = SegReduceSpec {
-            items: kind,
-            indirect: false,
-            wide_offsets: false,
-            wide_count: false,
-            empty: false,
-            codes: false,
-            strided: false,
-        };
-        return t.map_or("-".into(), |t| label(&spec.tuning(&t)));
-    }
-    let Some((family, size)) = family_of(variant, ty) else {
-        return "-".into();
-    };
-    let Ok(mut t) = tuning::lookup(family, arch, size) else {
-        return "-".into();
-    };
-    if matches!(
-        family,
-        Family::Compact | Family::ReduceByKey | Family::SegReduce | Family::Spmv
-    ) {
-        t.vt = t.vt.min(31);
-    }
-    if family == Family::Scan && variant.starts_with("scan-sq") && !variant.contains("sqmat") {
-        t = tuning::for_computed_input(t);
-    }
-    label(&t)
-}
-
-fn label(t: &Tuning) -> String {
-    format!("{}x{}x{}", t.nt, t.vt, t.occ)
-}
 
 /// `mgpu tune`'s command line.
 #[derive(clap::Args)]
 pub struct TuneArgs {
     /// The primitive whose kernel family is tuned (sort tunes keys and pairs together)
-    #[arg(value_parser = clap::builder::PossibleValuesParser::new(crate::bench::PRIMITIVES))]
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(PRIMITIVES))]
     primitive: String,
     /// Element type [default: i32; f32 for spmv]
-    #[arg(long = "type", value_name = "T", value_parser = ["i32", "i64", "u32", "u64", "f32", "f64", "u8", "u16"])]
+    #[arg(long = "type", value_name = "T",
+          value_parser = clap::builder::PossibleValuesParser::new(TYPES))]
     ty: Option<String>,
     /// Input size, log2 of the element count (nonzeros for spmv)
     #[arg(long, value_name = "LOG2", default_value_t = 26,
@@ -268,136 +176,6 @@ impl Checker<'_> {
     }
 }
 
-/// The modules of `family` that the bench of `primitive` runs for `T`, as sources for `t`.
-fn sources<T: Element + mgpu::Arithmetic>(
-    primitive: &str,
-    family: Family,
-    t: &Tuning,
-) -> Vec<(Module, String)> {
-    let plus = Op::<T>::plus();
-    let plain = Load::plain::<T>();
-    let less = Comparator::<T>::less();
-    match family {
-        Family::Reduce => vec![(
-            Module::Reduce,
-            jit::source(Module::Reduce, Some(&plus), &plain, t),
-        )],
-        // The family's parts, as the library loads them (together, every kernel of the family).
-        Family::Scan => Module::Scan
-            .parts()
-            .iter()
-            .map(|&m| (m, jit::source(m, Some(&plus), &plain, t)))
-            .collect(),
-        Family::SortKeys | Family::SortPairs => {
-            let values = if family == Family::SortKeys {
-                SortValues::None
-            } else {
-                SortValues::Pairs
-            };
-            Module::Merge
-                .parts()
-                .iter()
-                .map(|&m| (m, jit::sort_part_source::<T, T>(m, &less, values, t)))
-                .collect()
-        }
-        Family::Compact | Family::ReduceByKey => {
-            let spec = |unique, values| CompactSpec {
-                unique,
-                keys_out: true,
-                values,
-                rejected: Rejected::Dropped,
-                wide_count: false,
-                non_trivial_runs: false,
-            };
-            let pred = Predicate::<T>::nonzero();
-            let eq = Equality::<T>::equal_to();
-            match primitive {
-                "reduce-by-key" | "rle" => {
-                    let s = spec(true, true);
-                    vec![(
-                        s.module(true),
-                        jit::compact_source::<T, T>(&s, &KeyTest::Runs(&eq), Some(&plus), t),
-                    )]
-                }
-                "unique" => {
-                    let s = spec(true, false);
-                    vec![(
-                        s.module(false),
-                        jit::compact_source::<T, T>(&s, &KeyTest::Runs(&eq), None, t),
-                    )]
-                }
-                _ => {
-                    let s = spec(false, false);
-                    vec![(
-                        s.module(false),
-                        jit::compact_source::<T, T>(&s, &KeyTest::Predicate(&pred), None, t),
-                    )]
-                }
-            }
-        }
-        Family::SegReduce | Family::Spmv => {
-            let spmv = primitive == "spmv";
-            let spec = SegReduceSpec {
-                items: if spmv {
-                    SegItems::SpmvBinary
-                } else {
-                    SegItems::Values
-                },
-                indirect: false,
-                wide_offsets: false,
-                wide_count: false,
-                empty: false,
-                codes: false,
-                strided: false,
-            };
-            let mul = Op::<T>::multiplies();
-            // The parts as the library loads them: the tiles, and the helpers (compiled with
-            // `u32` values and `plus`, cuda/segreduce.rs).
-            let helpers = SegReduceSpec {
-                items: SegItems::Values,
-                ..spec
-            };
-            vec![
-                (
-                    Module::SegReduceTiles,
-                    jit::segreduce_part_source::<T>(
-                        Module::SegReduceTiles,
-                        &spec,
-                        &plain,
-                        &plus,
-                        spmv.then_some(&mul),
-                        t,
-                    ),
-                ),
-                (
-                    Module::SegReduceHelpers,
-                    jit::segreduce_part_source::<u32>(
-                        Module::SegReduceHelpers,
-                        &helpers,
-                        &Load::plain::<u32>(),
-                        &Op::plus(),
-                        None,
-                        t,
-                    ),
-                ),
-            ]
-        }
-    }
-}
-
-fn sources_for(ty: &str, primitive: &str, family: Family, t: &Tuning) -> Vec<(Module, String)> {
-    match ty {
-        "i32" => sources::<i32>(primitive, family, t),
-        "i64" => sources::<i64>(primitive, family, t),
-        "u32" => sources::<u32>(primitive, family, t),
-        "u64" => sources::<u64>(primitive, family, t),
-        "f32" => sources::<f32>(primitive, family, t),
-        "f64" => sources::<f64>(primitive, family, t),
-        "u8" => sources::<u8>(primitive, family, t),
-        _ => sources::<u16>(primitive, family, t),
-    }
-}
-
 /// A bench row from the child's JSON: variant, items, median ms, tuning label.
 struct Measured {
     variant: String,
@@ -465,13 +243,7 @@ pub fn run(a: TuneArgs) -> Result<(), String> {
         a.ty.clone()
             .unwrap_or_else(|| if a.primitive == "spmv" { "f32" } else { "i32" }.into());
     let s = type_size(&ty).ok_or_else(|| format!("tune: unknown type `{ty}`"))?;
-    let supported = match a.primitive.as_str() {
-        "select" | "partition" | "unique" | "rle" | "reduce-by-key" => ["i32", "i64"].as_slice(),
-        "segreduce" => &["i32", "i64", "f32", "f64"],
-        "spmv" => &["f32", "f64"],
-        "sort" | "merge" => &["i32", "i64", "u32", "u64", "f32", "f64"],
-        _ => &["i32", "i64", "u32", "u64", "f32", "f64", "u8", "u16"],
-    };
+    let (supported, _) = bench_types(&a.primitive);
     if !supported.contains(&ty.as_str()) {
         return Err(format!(
             "tune: {} benches {} (not {ty})",
@@ -587,11 +359,12 @@ fn sweep(
                             if t.validate(per_item).is_err() {
                                 continue;
                             }
+                            let purpose = Purpose::Candidate(target.family, &t);
                             let ok = !check.enabled
-                                || sources_for(ty, &a.primitive, target.family, &t)
+                                || instantiations(&a.primitive, ty, arch, purpose)?
                                     .iter()
-                                    .try_fold(true, |ok, (m, src)| {
-                                        Ok::<_, String>(ok && check.clean(*m, src, nt)?)
+                                    .try_fold(true, |ok, i| {
+                                        Ok::<_, String>(ok && check.clean(i.module, &i.source, nt)?)
                                     })?;
                             if ok {
                                 found = Cell::Candidate(t);
@@ -844,29 +617,6 @@ mod tests {
         assert_eq!(civil_date(0), "1970-01-01");
         assert_eq!(civil_date(19_723), "2024-01-01");
         assert_eq!(civil_date(20_513), "2026-03-01");
-    }
-
-    #[test]
-    fn rows_map_to_their_family() {
-        assert_eq!(family_of("scan", "i32"), Some((Family::Scan, 4)));
-        assert_eq!(
-            family_of("sort-pairs", "i64"),
-            Some((Family::SortPairs, 16))
-        );
-        assert_eq!(
-            family_of("reduce-by-key/run2", "i32"),
-            Some((Family::ReduceByKey, 8))
-        );
-        assert_eq!(family_of("reduce-sq", "f32"), Some((Family::Reduce, 4)));
-        assert_eq!(
-            family_of("select-if/50%", "i64"),
-            Some((Family::Compact, 8))
-        );
-        assert_eq!(
-            family_of("segreduce/fixed20", "f64"),
-            Some((Family::SegReduce, 8))
-        );
-        assert_eq!(family_of("what", "i32"), None);
     }
 
     #[test]

@@ -11,15 +11,14 @@
 //! compiles one program at a time per process (the library serializes its compiles), so the
 //! parallelism is across processes.
 
+use crate::instantiations::{instantiations, Purpose};
 use crate::output::{self, Progress};
-use mgpu::cuda::jit::{self, Load, Module, SortValues};
-use mgpu::tuning::{self, Family};
-use mgpu::{Comparator, Context, Element, Op};
+use crate::primitives::{bench_types, PRIMITIVES, TYPES};
+use mgpu::cuda::jit;
+use mgpu::Context;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Instant;
-
-const TYPES: &[&str] = &["i32", "i64", "u32", "u64", "f32", "f64", "u8", "u16"];
 
 /// Primitives whose modules can be compiled without a GPU (their sources depend only on the
 /// type, the default operator and the tuning).
@@ -30,7 +29,7 @@ const WITHOUT_GPU: &[&str] = &["reduce", "scan", "sort", "merge"];
 pub struct WarmupArgs {
     /// Primitives to warm up (all when none is named)
     #[arg(value_name = "PRIMITIVE",
-          value_parser = clap::builder::PossibleValuesParser::new(crate::bench::PRIMITIVES))]
+          value_parser = clap::builder::PossibleValuesParser::new(PRIMITIVES))]
     primitives: Vec<String>,
     /// Element types, comma-separated [default: each primitive's bench types: i32,i64,f32,f64;
     /// i32,i64 for compaction; i32 for segreduce; f32,f64 for spmv]
@@ -49,28 +48,9 @@ pub struct WarmupArgs {
     worker: bool,
 }
 
-/// The types a primitive's bench supports, and its defaults.
-fn types_of(primitive: &str) -> (&'static [&'static str], &'static [&'static str]) {
-    match primitive {
-        "select" | "partition" | "unique" | "rle" | "reduce-by-key" => {
-            (&["i32", "i64"], &["i32", "i64"])
-        }
-        "segreduce" => (&["i32", "i64", "f32", "f64"], &["i32"]),
-        "spmv" => (&["f32", "f64"], &["f32", "f64"]),
-        "sort" | "merge" => (
-            &["i32", "i64", "u32", "u64", "f32", "f64"],
-            &["i32", "i64", "f32", "f64"],
-        ),
-        _ => (TYPES, &["i32", "i64", "f32", "f64"]),
-    }
-}
-
 pub fn run(a: WarmupArgs) -> Result<(), String> {
     let primitives: Vec<String> = if a.primitives.is_empty() {
-        crate::bench::PRIMITIVES
-            .iter()
-            .map(|p| p.to_string())
-            .collect()
+        PRIMITIVES.iter().map(|p| p.to_string()).collect()
     } else {
         a.primitives.clone()
     };
@@ -78,7 +58,11 @@ pub fn run(a: WarmupArgs) -> Result<(), String> {
         let arch = a.arch.ok_or("warmup --worker needs --arch")?;
         for p in &primitives {
             for ty in &a.types {
-                compile_into_cache(p, ty, arch)?;
+                // The modules of the default operators and the tuning in effect, through the
+                // disk cache.
+                for i in instantiations(p, ty, arch, Purpose::Warmup)? {
+                    jit::compile(i.module.name(), &i.source, arch).map_err(|e| e.to_string())?;
+                }
             }
         }
         return Ok(());
@@ -96,7 +80,7 @@ pub fn run(a: WarmupArgs) -> Result<(), String> {
     let mut jobs: Vec<(String, String)> = Vec::new();
     let mut skipped = Vec::new();
     for p in &primitives {
-        let (supported, defaults) = types_of(p);
+        let (supported, defaults) = bench_types(p);
         let types: Vec<&str> = if a.types.is_empty() {
             defaults.to_vec()
         } else {
@@ -191,72 +175,4 @@ pub fn run(a: WarmupArgs) -> Result<(), String> {
     } else {
         Err(format!("warmup failed for: {}", failures.join(", ")))
     }
-}
-
-/// Compiles the modules of `primitive` for `ty` with the default operator (plus; less for
-/// sorting) and the tuning in effect for `arch`, through the disk cache.
-fn compile_into_cache(primitive: &str, ty: &str, arch: u32) -> Result<(), String> {
-    match ty {
-        "i32" => compile_type::<i32>(primitive, arch),
-        "i64" => compile_type::<i64>(primitive, arch),
-        "u32" => compile_type::<u32>(primitive, arch),
-        "u64" => compile_type::<u64>(primitive, arch),
-        "f32" => compile_type::<f32>(primitive, arch),
-        "f64" => compile_type::<f64>(primitive, arch),
-        "u8" => compile_type::<u8>(primitive, arch),
-        "u16" => compile_type::<u16>(primitive, arch),
-        other => Err(format!("warmup: unknown type `{other}`")),
-    }
-}
-
-fn compile_type<T: Element + mgpu::Arithmetic>(primitive: &str, arch: u32) -> Result<(), String> {
-    let s = std::mem::size_of::<T>();
-    let err = |e: mgpu::Error| e.to_string();
-    let plus = Op::<T>::plus();
-    let plain = Load::plain::<T>();
-    let less = Comparator::<T>::less();
-    let mut modules: Vec<(Module, String)> = Vec::new();
-    match primitive {
-        "reduce" => {
-            let t = tuning::lookup(Family::Reduce, arch, s).map_err(err)?;
-            modules.push((
-                Module::Reduce,
-                jit::source(Module::Reduce, Some(&plus), &plain, &t),
-            ));
-        }
-        "scan" => {
-            // Both parts: the small-input kernel and the look-back scan.
-            let t = tuning::lookup(Family::Scan, arch, s).map_err(err)?;
-            for &m in Module::Scan.parts() {
-                modules.push((m, jit::source(m, Some(&plus), &plain, &t)));
-            }
-        }
-        "sort" | "merge" => {
-            // What the library loads: a sort the block sort and the merge passes (keys, and
-            // pairs), a merge the merge of two sequences (keys).
-            let parts: &[Module] = if primitive == "sort" {
-                &[Module::Blocksort, Module::MergePasses]
-            } else {
-                &[Module::MergeSequences]
-            };
-            let t = tuning::lookup(Family::SortKeys, arch, s).map_err(err)?;
-            for &m in parts {
-                let keys = jit::sort_part_source::<T, T>(m, &less, SortValues::None, &t);
-                modules.push((m, keys));
-            }
-            if primitive == "sort" {
-                let size = tuning::tile_element_size(Family::SortPairs, s, s);
-                let t = tuning::lookup(Family::SortPairs, arch, size).map_err(err)?;
-                for &m in parts {
-                    let pairs = jit::sort_part_source::<T, T>(m, &less, SortValues::Pairs, &t);
-                    modules.push((m, pairs));
-                }
-            }
-        }
-        other => return Err(format!("warmup: {other} needs a GPU to warm up")),
-    }
-    for (module, source) in modules {
-        jit::compile(module.name(), &source, arch).map_err(err)?;
-    }
-    Ok(())
 }

@@ -8,14 +8,14 @@
 //! harness prints a checksum of what it generated (`geom=`, FNV-1a over 64-bit words) and a
 //! mismatch with this side's is an error, so both always measure the same geometry. Values are the
 //! harness's too: `rand_bits(2, i) & 0xff` for segreduce; for SpMV the matrix values
-//! `unit(rand_bits(9, k))` (the stencils: 4 or 6 on the diagonal, -1 off it) and the vector
-//! `unit(rand_bits(10, j))`, `unit` mapping 64 bits to [0, 1) like the harness's `value_from_bits`.
+//! `value_from_bits(rand_bits(9, k))` (the stencils: 4 or 6 on the diagonal, -1 off it) and the
+//! vector `value_from_bits(rand_bits(10, j))`, 64 bits mapped to [0, 1) as the harness does.
 
-use crate::bench::{report_first_use, time};
-use crate::bench_compact::rand_bits;
+use super::harness::PeerParam;
+use super::harness::{self, rand_bits, report_first_use, time, tuning_label, Args, BenchElement};
 use crate::output::{self, Record};
 use crate::peers::Peer;
-use mgpu::{Arithmetic, Context, Element, Op};
+use mgpu::{Buffer, Context, Op};
 use std::time::Instant;
 
 /// The harness's streams (peers/cub_bench.cu): reduce-by-key's values, segment and row lengths,
@@ -253,155 +253,90 @@ fn matrix(target: u64, kind: MatKind) -> Csr {
                 diag: None,
             }
         }
-        MatKind::Stencil2d => {
-            let mut k = 1u64;
-            while 5 * (k + 1) * (k + 1) <= target {
-                k += 1;
-            }
-            let k = k.max(2);
-            let rows = k * k;
-            let mut offsets = Vec::with_capacity(rows as usize + 1);
-            let mut cols = Vec::with_capacity(5 * rows as usize);
-            for a in 0..k {
-                for b in 0..k {
-                    let r = a * k + b;
-                    offsets.push(cols.len() as u32);
-                    let neighbours = [
-                        (a > 0, r.wrapping_sub(k)),
-                        (b > 0, r.wrapping_sub(1)),
-                        (true, r),
-                        (b + 1 < k, r + 1),
-                        (a + 1 < k, r + k),
-                    ];
-                    cols.extend(neighbours.iter().filter(|c| c.0).map(|c| c.1 as u32));
-                }
-            }
-            offsets.push(cols.len() as u32);
-            Csr {
-                rows: rows as usize,
-                ncols: rows as usize,
-                offsets,
-                cols,
-                diag: Some(4.0),
-            }
-        }
-        MatKind::Stencil3d => {
-            let mut k = 1u64;
-            while 7 * (k + 1) * (k + 1) * (k + 1) <= target {
-                k += 1;
-            }
-            let k = k.max(2);
-            let rows = k * k * k;
-            let mut offsets = Vec::with_capacity(rows as usize + 1);
-            let mut cols = Vec::with_capacity(7 * rows as usize);
-            for a in 0..k {
-                for b in 0..k {
-                    for c in 0..k {
-                        let r = (a * k + b) * k + c;
-                        offsets.push(cols.len() as u32);
-                        let neighbours = [
-                            (a > 0, r.wrapping_sub(k * k)),
-                            (b > 0, r.wrapping_sub(k)),
-                            (c > 0, r.wrapping_sub(1)),
-                            (true, r),
-                            (c + 1 < k, r + 1),
-                            (b + 1 < k, r + k),
-                            (a + 1 < k, r + k * k),
-                        ];
-                        cols.extend(neighbours.iter().filter(|n| n.0).map(|n| n.1 as u32));
-                    }
-                }
-            }
-            offsets.push(cols.len() as u32);
-            Csr {
-                rows: rows as usize,
-                ncols: rows as usize,
-                offsets,
-                cols,
-                diag: Some(6.0),
-            }
-        }
+        MatKind::Stencil2d => stencil(target, 2),
+        MatKind::Stencil3d => stencil(target, 3),
+    }
+}
+
+/// The (2 dims + 1)-point Poisson stencil on a k^dims grid, (2 dims + 1) k^dims <= target (k at
+/// least 2): rows in grid order, each row's columns sorted (the lower neighbours, the point, the
+/// upper ones), 2 dims on the diagonal.
+fn stencil(target: u64, dims: u32) -> Csr {
+    let points = 2 * dims as u64 + 1;
+    let mut k = 1u64;
+    while points * (k + 1).pow(dims) <= target {
+        k += 1;
+    }
+    let k = k.max(2);
+    let rows = k.pow(dims);
+    // The steps between neighbours along each axis, the slowest first.
+    let strides: Vec<u64> = (0..dims).map(|i| k.pow(dims - 1 - i)).collect();
+    let mut offsets = Vec::with_capacity(rows as usize + 1);
+    let mut cols = Vec::with_capacity((points * rows) as usize);
+    for r in 0..rows {
+        offsets.push(cols.len() as u32);
+        let at = |s: &u64| r / s % k;
+        let lower = strides.iter().filter(|s| at(s) > 0).map(|s| r - s);
+        let upper = strides
+            .iter()
+            .rev()
+            .filter(|s| at(s) + 1 < k)
+            .map(|s| r + s);
+        let row = lower.chain([r]).chain(upper);
+        cols.extend(row.map(|c| c as u32));
+    }
+    offsets.push(cols.len() as u32);
+    Csr {
+        rows: rows as usize,
+        ncols: rows as usize,
+        offsets,
+        cols,
+        diag: Some(2.0 * dims as f64),
     }
 }
 
 /// Value types of the segreduce bench.
-trait SegValue: Element + Arithmetic {
-    /// A small value (`b` < 256), as the harness's `rbk_value`.
-    fn from_byte(b: u64) -> Self;
+trait SegValue: BenchElement {
     /// Whether `got` is the sum of small values `want`: wrapping for integers, within a relative
     /// tolerance for floats.
     fn is_sum(got: Self, want: u64) -> bool;
 }
 
 impl SegValue for i32 {
-    fn from_byte(b: u64) -> Self {
-        b as i32
-    }
     fn is_sum(got: Self, want: u64) -> bool {
         got == want as i32
     }
 }
 
 impl SegValue for i64 {
-    fn from_byte(b: u64) -> Self {
-        b as i64
-    }
     fn is_sum(got: Self, want: u64) -> bool {
         got == want as i64
     }
 }
 
 impl SegValue for f32 {
-    fn from_byte(b: u64) -> Self {
-        b as f32
-    }
     fn is_sum(got: Self, want: u64) -> bool {
         (got as f64 - want as f64).abs() <= 1e-4 * (want as f64).max(1.0)
     }
 }
 
 impl SegValue for f64 {
-    fn from_byte(b: u64) -> Self {
-        b as f64
-    }
     fn is_sum(got: Self, want: u64) -> bool {
         (got - want as f64).abs() <= 1e-10 * (want as f64).max(1.0)
     }
 }
 
 /// Value types of the SpMV bench.
-trait SpmvValue: Element + Arithmetic {
-    /// 64 bits to [0, 1), as the harness's `value_from_bits`.
-    fn unit(bits: u64) -> Self;
-    fn from_f64(v: f64) -> Self;
-    fn to_f64(self) -> f64;
+trait SpmvValue: BenchElement {
     /// Relative tolerance of a row's result, against the sum of its terms' magnitudes.
     const TOL: f64;
 }
 
 impl SpmvValue for f32 {
-    fn unit(bits: u64) -> Self {
-        (bits >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
     const TOL: f64 = 1e-4;
 }
 
 impl SpmvValue for f64 {
-    fn unit(bits: u64) -> Self {
-        (bits >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
     const TOL: f64 = 1e-10;
 }
 
@@ -470,7 +405,7 @@ fn print_line(l: &Line) {
         opt(peer_ratio, 7, 3),
         opt(l.extra_ms, 9, 4),
         opt(l.plan_ms, 9, 4),
-        crate::tune::tuning_label(&l.variant, &l.ty),
+        tuning_label(&l.variant, &l.ty),
     ));
 }
 
@@ -493,7 +428,7 @@ impl Line {
                 ("extra_ms", self.extra_ms),
                 ("plan_ms", self.plan_ms),
             ],
-            tuning: crate::tune::tuning_label(&self.variant, &self.ty),
+            tuning: tuning_label(&self.variant, &self.ty),
         }
     }
 }
@@ -509,50 +444,6 @@ fn memcpy_ms(ctx: &Context, bytes: f64, reps: usize) -> Result<f64, String> {
     let src = ctx.zeros::<u32>(words).map_err(err)?;
     let mut dst = ctx.zeros::<u32>(words).map_err(err)?;
     time(ctx, reps, || ctx.copy(&src, &mut dst))
-}
-
-/// The peer's time on `spec`, after checking that it generated the same geometry (`geom`). A
-/// peer that fails or is unsupported is a warning (no peer column); a different geometry is an
-/// error.
-#[allow(clippy::too_many_arguments)]
-fn peer_ms(
-    peer: Option<&Peer>,
-    name: &str,
-    algo: &str,
-    ty: &str,
-    n: u64,
-    reps: usize,
-    spec: &str,
-    geom: &GeomHash,
-) -> Result<Option<f64>, String> {
-    let Some(p) = peer else { return Ok(None) };
-    match p.run_spec(algo, ty, n, reps as u32, spec) {
-        Ok(r) => {
-            let ours = geom.hex();
-            match r.geometry.as_deref() {
-                Some(theirs) if theirs == ours => {}
-                theirs => {
-                    return Err(format!(
-                        "{name} peer {algo} {ty} n={n} {spec}: its geometry checksum is {} but \
-                         mgpu's is {ours}: peers/cub_bench.cu and mgpu-cli/src/bench_segreduce.rs \
-                         generate different geometries, so the comparison would be meaningless",
-                        theirs.unwrap_or("missing (no geom= in its output)")
-                    ))
-                }
-            }
-            if r.check != "ok" {
-                output::note(format!(
-                    "warning: {name} {algo} {ty} n={n} {spec}: self-check {}",
-                    r.check
-                ));
-            }
-            Ok(Some(r.median_ms))
-        }
-        Err(e) => {
-            output::note(format!("warning: {name} peer {algo} {spec} failed: {e}"));
-            Ok(None)
-        }
-    }
 }
 
 /// Every segment of `got` against the sum of its `bytes`.
@@ -577,98 +468,131 @@ fn check_segreduce<T: SegValue>(
     Ok(())
 }
 
-/// segreduce on every distribution at 2^log2 values of `T`.
-fn bench_segreduce<T: SegValue>(
-    ctx: &Context,
-    ty: &str,
+/// One type and size: what its measurements share.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    ctx: &'a Context,
+    ty: &'a str,
     log2: u32,
     reps: usize,
-    peer: Option<&Peer>,
+    peer: Option<&'a Peer>,
+    /// The first size (its first geometry reports the first use).
     first: bool,
+}
+
+/// What the two lines of one geometry (segment distribution or matrix) share.
+struct Geometry {
+    primitive: &'static str,
+    /// The harness's name of the geometry, and mgpu's checksum of it.
+    spec: String,
+    hash: String,
+    /// Segments, or rows.
+    segments: usize,
+    /// Values, or nonzeros.
+    items: usize,
+    /// Bytes that must move.
+    bytes: f64,
+    /// The peer's name (CUB, cuSPARSE) and the size it is given.
+    peer: &'static str,
+    peer_n: u64,
+}
+
+/// One geometry: a memcpy of its bytes, the one-shot call (its first use reported where `first`),
+/// the plan's build and the apply after it (their results checked), then the peer. Prints and
+/// returns the one-shot's line and the apply's.
+#[allow(clippy::too_many_arguments)]
+fn oneshot_and_apply<T: BenchElement, P>(
+    r: Run,
+    first: bool,
+    g: Geometry,
+    mut oneshot: impl FnMut(&mut Buffer<T>) -> mgpu::Result<()>,
+    plan: impl Fn() -> mgpu::Result<P>,
+    mut apply: impl FnMut(&P, &mut Buffer<T>) -> mgpu::Result<()>,
+    check: impl Fn(&str, &[T]) -> Result<(), String>,
 ) -> Result<Vec<Line>, String> {
+    let (ctx, reps, p) = (r.ctx, r.reps, g.primitive);
+    let mut out = ctx.zeros::<T>(g.segments).map_err(err)?;
+    let memcpy_ms = memcpy_ms(ctx, g.bytes, reps)?;
+
+    let (t, before) = (Instant::now(), mgpu::cuda::jit::stats());
+    let oneshot = time(ctx, reps, || oneshot(&mut out))?;
+    if first {
+        report_first_use(p, r.ty, t, before);
+    }
+    check(&format!("{p}_csr"), &out.to_vec().map_err(err)?)?;
+    let plan_ms = time(ctx, reps, || plan().map(drop))?;
+    let plan = plan().map_err(err)?;
+    out = ctx.zeros::<T>(g.segments).map_err(err)?;
+    let apply = time(ctx, reps, || apply(&plan, &mut out))?;
+    check(&format!("{p}_apply"), &out.to_vec().map_err(err)?)?;
+    drop(plan);
+    let geometry = PeerParam::Geometry(&g.spec, &g.hash);
+    let peer_ms = harness::peer_ms(r.peer, g.peer, p, r.ty, g.peer_n, reps, geometry)?;
+    let line = |variant: String, ms, extra_ms, plan_ms| Line {
+        variant,
+        ty: r.ty.to_string(),
+        log2: r.log2,
+        segments: g.segments,
+        items: g.items,
+        ms,
+        bytes: g.bytes,
+        memcpy_ms,
+        peer_ms,
+        extra_ms,
+        plan_ms,
+    };
+    let lines = vec![
+        line(
+            format!("{p}/{}", g.spec),
+            oneshot,
+            Some(oneshot - apply),
+            None,
+        ),
+        line(format!("{p}/{}/apply", g.spec), apply, None, Some(plan_ms)),
+    ];
+    lines.iter().for_each(print_line);
+    Ok(lines)
+}
+
+/// segreduce on every distribution at 2^log2 values of `T`.
+fn bench_segreduce<T: SegValue>(r: Run) -> Result<Vec<Line>, String> {
+    let (ctx, log2) = (r.ctx, r.log2);
     let n = 1usize << log2;
     let size = std::mem::size_of::<T>();
     let bytes: Vec<u8> = (0..n as u64)
         .map(|i| (rand_bits(STREAM_VALUES, i) & 0xff) as u8)
         .collect();
     let values = {
-        let host: Vec<T> = bytes.iter().map(|&b| T::from_byte(b as u64)).collect();
+        // The harness's `rbk_value`: `static_cast<T>` of the byte.
+        let host: Vec<T> = bytes.iter().map(|&b| T::from_f64(b as f64)).collect();
         ctx.upload(&host).map_err(err)?
     };
     let op = Op::<T>::plus();
     let mut lines = Vec::new();
     for (d, &dist) in SEG_DISTS.iter().enumerate() {
-        let spec = dist.spec();
         let (host_offsets, geom) = segments(n as u64, dist);
         let segs = host_offsets.len() - 1;
         let support_empty = dist.support_empty();
         let offsets = ctx.upload(&host_offsets[..segs]).map_err(err)?;
-        let mut out = ctx.zeros::<T>(segs).map_err(err)?;
-        let moved = (n * size + segs * 4 + segs * size) as f64;
-        let memcpy_ms = memcpy_ms(ctx, moved, reps)?;
-
-        let (t, before) = (Instant::now(), mgpu::cuda::jit::stats());
-        let oneshot = time(ctx, reps, || {
-            ctx.segreduce_csr(&values, &offsets, support_empty, &mut out, &op)
-        })?;
-        if first && d == 0 {
-            report_first_use("segreduce", ty, t, before);
-        }
-        check_segreduce(
-            "segreduce_csr",
-            &out.to_vec().map_err(err)?,
-            &host_offsets,
-            &bytes,
-        )?;
-        let plan_ms = time(ctx, reps, || {
-            ctx.segreduce_plan::<T, u32>(&offsets, n, support_empty)
-                .map(drop)
-        })?;
-        let plan = ctx
-            .segreduce_plan::<T, u32>(&offsets, n, support_empty)
-            .map_err(err)?;
-        out = ctx.zeros::<T>(segs).map_err(err)?;
-        let apply = time(ctx, reps, || {
-            ctx.segreduce_apply(&plan, &values, &mut out, &op)
-        })?;
-        check_segreduce(
-            "segreduce_apply",
-            &out.to_vec().map_err(err)?,
-            &host_offsets,
-            &bytes,
-        )?;
-        drop(plan);
-        let peer_ms = peer_ms(peer, "CUB", "segreduce", ty, n as u64, reps, &spec, &geom)?;
-        let line = |variant: String, ms, extra_ms, plan_ms| Line {
-            variant,
-            ty: ty.to_string(),
-            log2,
+        let g = Geometry {
+            primitive: "segreduce",
+            spec: dist.spec(),
+            hash: geom.hex(),
             segments: segs,
             items: n,
-            ms,
-            bytes: moved,
-            memcpy_ms,
-            peer_ms,
-            extra_ms,
-            plan_ms,
+            bytes: (n * size + segs * 4 + segs * size) as f64,
+            peer: "CUB",
+            peer_n: n as u64,
         };
-        for l in [
-            line(
-                format!("segreduce/{spec}"),
-                oneshot,
-                Some(oneshot - apply),
-                None,
-            ),
-            line(
-                format!("segreduce/{spec}/apply"),
-                apply,
-                None,
-                Some(plan_ms),
-            ),
-        ] {
-            print_line(&l);
-            lines.push(l);
-        }
+        lines.extend(oneshot_and_apply(
+            r,
+            r.first && d == 0,
+            g,
+            |out| ctx.segreduce_csr(&values, &offsets, support_empty, out, &op),
+            || ctx.segreduce_plan::<T, u32>(&offsets, n, support_empty),
+            |plan, out| ctx.segreduce_apply(plan, &values, out, &op),
+            |what, got| check_segreduce(what, got, &host_offsets, &bytes),
+        )?);
     }
     Ok(lines)
 }
@@ -702,26 +626,18 @@ fn check_spmv<T: SpmvValue>(
 }
 
 /// spmv on every matrix with about 2^log2 nonzeros of `T`.
-fn bench_spmv<T: SpmvValue>(
-    ctx: &Context,
-    ty: &str,
-    log2: u32,
-    reps: usize,
-    peer: Option<&Peer>,
-    first: bool,
-) -> Result<Vec<Line>, String> {
+fn bench_spmv<T: SpmvValue>(r: Run) -> Result<Vec<Line>, String> {
+    let (ctx, log2) = (r.ctx, r.log2);
     let target = 1u64 << log2;
     let size = std::mem::size_of::<T>();
     let (mul, add) = (Op::<T>::multiplies(), Op::<T>::plus());
     let mut lines = Vec::new();
     for (d, &kind) in MATRICES.iter().enumerate() {
-        let spec = kind.spec();
         let m = matrix(target, kind);
-        let geom = m.hash();
         let (rows, nnz) = (m.rows, m.nnz());
         let host_values: Vec<T> = match m.diag {
             None => (0..nnz as u64)
-                .map(|k| T::unit(rand_bits(STREAM_MATRIX, k)))
+                .map(|k| T::value_from_bits(rand_bits(STREAM_MATRIX, k)))
                 .collect(),
             Some(diag) => {
                 let mut v = Vec::with_capacity(nnz);
@@ -735,95 +651,40 @@ fn bench_spmv<T: SpmvValue>(
             }
         };
         let host_x: Vec<T> = (0..m.ncols as u64)
-            .map(|j| T::unit(rand_bits(STREAM_X, j)))
+            .map(|j| T::value_from_bits(rand_bits(STREAM_X, j)))
             .collect();
         let support_empty = m.offsets.windows(2).any(|w| w[0] == w[1]);
         let offsets = ctx.upload(&m.offsets[..rows]).map_err(err)?;
         let cols = ctx.upload(&m.cols).map_err(err)?;
         let values = ctx.upload(&host_values).map_err(err)?;
         let x = ctx.upload(&host_x).map_err(err)?;
-        let mut y = ctx.zeros::<T>(rows).map_err(err)?;
-        let moved = (nnz * (size + 4) + rows * 4 + rows * size + m.ncols * size) as f64;
-        let memcpy_ms = memcpy_ms(ctx, moved, reps)?;
-
-        let (t, before) = (Instant::now(), mgpu::cuda::jit::stats());
-        let oneshot = time(ctx, reps, || {
-            ctx.spmv_csr(
-                &values,
-                &cols,
-                &offsets,
-                &x,
-                &mut y,
-                support_empty,
-                &mul,
-                &add,
-            )
-        })?;
-        if first && d == 0 {
-            report_first_use("spmv", ty, t, before);
-        }
-        check_spmv(
-            "spmv_csr",
-            &y.to_vec().map_err(err)?,
-            &m,
-            &host_values,
-            &host_x,
-        )?;
-        let plan_ms = time(ctx, reps, || {
-            ctx.spmv_plan::<T, u32>(&cols, &offsets, m.ncols, support_empty)
-                .map(drop)
-        })?;
-        let plan = ctx
-            .spmv_plan::<T, u32>(&cols, &offsets, m.ncols, support_empty)
-            .map_err(err)?;
-        y = ctx.zeros::<T>(rows).map_err(err)?;
-        let apply = time(ctx, reps, || {
-            ctx.spmv_apply(&plan, &values, &x, &mut y, &mul, &add)
-        })?;
-        check_spmv(
-            "spmv_apply",
-            &y.to_vec().map_err(err)?,
-            &m,
-            &host_values,
-            &host_x,
-        )?;
-        drop(plan);
-        let peer_ms = peer_ms(peer, "cuSPARSE", "spmv", ty, target, reps, &spec, &geom)?;
-        let line = |variant: String, ms, extra_ms, plan_ms| Line {
-            variant,
-            ty: ty.to_string(),
-            log2,
+        let g = Geometry {
+            primitive: "spmv",
+            spec: kind.spec(),
+            hash: m.hash().hex(),
             segments: rows,
             items: nnz,
-            ms,
-            bytes: moved,
-            memcpy_ms,
-            peer_ms,
-            extra_ms,
-            plan_ms,
+            bytes: (nnz * (size + 4) + rows * 4 + rows * size + m.ncols * size) as f64,
+            peer: "cuSPARSE",
+            peer_n: target,
         };
-        for l in [
-            line(format!("spmv/{spec}"), oneshot, Some(oneshot - apply), None),
-            line(format!("spmv/{spec}/apply"), apply, None, Some(plan_ms)),
-        ] {
-            print_line(&l);
-            lines.push(l);
-        }
+        lines.extend(oneshot_and_apply(
+            r,
+            r.first && d == 0,
+            g,
+            |y| ctx.spmv_csr(&values, &cols, &offsets, &x, y, support_empty, &mul, &add),
+            || ctx.spmv_plan::<T, u32>(&cols, &offsets, m.ncols, support_empty),
+            |plan, y| ctx.spmv_apply(plan, &values, &x, y, &mul, &add),
+            |what, y| check_spmv(what, y, &m, &host_values, &host_x),
+        )?);
     }
     Ok(lines)
 }
 
 /// `mgpu bench segreduce` or `mgpu bench spmv`: every type and size, then the CSV if asked; the
 /// records for JSON and charts.
-pub(crate) fn run(
-    ctx: &Context,
-    primitive: &str,
-    types: &[String],
-    sizes: std::ops::RangeInclusive<u32>,
-    reps: usize,
-    csv: Option<&str>,
-    peer: Option<&Peer>,
-) -> Result<Vec<Record>, String> {
+pub(crate) fn run(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Record>, String> {
+    let (primitive, types, sizes, reps) = (a.primitive.as_str(), &a.types, &a.sizes, a.reps);
     if *sizes.end() > MAX_LOG2 {
         return Err(format!(
             "bench {primitive}: sizes up to 2^{MAX_LOG2} (the peers take 32-bit signed offsets \
@@ -856,14 +717,21 @@ pub(crate) fn run(
     for ty in types {
         for log2 in sizes.clone() {
             output::working_on(format!("{primitive} {ty} 2^{log2}"));
-            let first = log2 == *sizes.start();
+            let r = Run {
+                ctx,
+                ty,
+                log2,
+                reps,
+                peer,
+                first: log2 == *sizes.start(),
+            };
             let r = match (spmv, ty.as_str()) {
-                (false, "i32") => bench_segreduce::<i32>(ctx, ty, log2, reps, peer, first),
-                (false, "i64") => bench_segreduce::<i64>(ctx, ty, log2, reps, peer, first),
-                (false, "f32") => bench_segreduce::<f32>(ctx, ty, log2, reps, peer, first),
-                (false, "f64") => bench_segreduce::<f64>(ctx, ty, log2, reps, peer, first),
-                (true, "f32") => bench_spmv::<f32>(ctx, ty, log2, reps, peer, first),
-                (true, "f64") => bench_spmv::<f64>(ctx, ty, log2, reps, peer, first),
+                (false, "i32") => bench_segreduce::<i32>(r),
+                (false, "i64") => bench_segreduce::<i64>(r),
+                (false, "f32") => bench_segreduce::<f32>(r),
+                (false, "f64") => bench_segreduce::<f64>(r),
+                (true, "f32") => bench_spmv::<f32>(r),
+                (true, "f64") => bench_spmv::<f64>(r),
                 (false, other) => Err(format!(
                     "bench: unsupported type `{other}` for segreduce (i32, i64, f32, f64)"
                 )),
@@ -875,7 +743,7 @@ pub(crate) fn run(
             output::tick("");
         }
     }
-    if let Some(path) = csv {
+    if let Some(path) = &a.csv {
         let peer_col = if spmv { "cusparse" } else { "cub" };
         let mut s = format!(
             "primitive,type,log2n,segments,items,bytes,mgpu_ms,memcpy_ms,{peer_col}_ms,extra_ms,\

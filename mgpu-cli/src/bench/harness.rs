@@ -1,0 +1,485 @@
+//! What every bench shares: its inputs from random bits, the timing (CUDA events through the
+//! library, warm-up, median), the peer runner, the first-use report, the table's rows and the
+//! tuning each row ran with. It uses none of the per-family benches.
+
+use crate::output::{self, Record};
+use crate::peers::Peer;
+use mgpu::cuda::jit::SegItems;
+use mgpu::tuning::{self, Family, Tuning};
+use mgpu::{Arithmetic, Context, Element};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// A bench's settings: the command line with its defaults applied.
+pub(crate) struct Args {
+    pub primitive: String,
+    pub sizes: std::ops::RangeInclusive<u32>,
+    pub types: Vec<String>,
+    pub reps: usize,
+    pub csv: Option<String>,
+    pub peer: bool,
+    pub deterministic: bool,
+    /// `--transform square`: also the fused transform-reduce / transform-scan of `x * x`, and the
+    /// same on the squares materialized first.
+    pub transform: bool,
+    /// `--offset K`: run on views starting K elements into their buffers (K = 1: not 16-byte
+    /// aligned).
+    pub offset: usize,
+    /// `--chart DIR`: write an SVG chart per primitive and type there.
+    pub chart: Option<std::path::PathBuf>,
+}
+
+/// Element types the benches generate from random bits.
+pub(crate) trait BenchElement: Element + Arithmetic {
+    /// 64 random bits as a value, like the peer harness's `value_from_bits`: integers their low
+    /// bits (uniform over the type's range), floats uniform in [0, 1).
+    fn value_from_bits(x: u64) -> Self;
+    /// A value for reduce and scan: signed integers small (in 0..1000), so that sums stay exact;
+    /// other types as `value_from_bits` (unsigned sums wrap around, exactly).
+    fn small_from_bits(x: u64) -> Self {
+        Self::value_from_bits(x)
+    }
+    /// `v as T` (small integers, stencil coefficients).
+    fn from_f64(v: f64) -> Self;
+    /// `self as f64` (checking against sums in f64).
+    fn to_f64(self) -> f64;
+}
+
+macro_rules! bench_elements {
+    (signed: $($s:ty),*; unsigned: $($u:ty),*) => {
+        $(impl BenchElement for $s {
+            fn value_from_bits(x: u64) -> Self {
+                x as $s
+            }
+            fn small_from_bits(x: u64) -> Self {
+                (x % 1000) as $s
+            }
+            fn from_f64(v: f64) -> Self {
+                v as $s
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+        })*
+        $(impl BenchElement for $u {
+            fn value_from_bits(x: u64) -> Self {
+                x as $u
+            }
+            fn from_f64(v: f64) -> Self {
+                v as $u
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+        })*
+    };
+}
+bench_elements!(signed: i32, i64; unsigned: u8, u16, u32, u64);
+
+impl BenchElement for f32 {
+    fn value_from_bits(x: u64) -> Self {
+        (x >> 40) as f32 / (1u64 << 24) as f32
+    }
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl BenchElement for f64 {
+    fn value_from_bits(x: u64) -> Self {
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+/// `n` values for reduce and scan (`small_from_bits` of a xorshift sequence).
+pub(crate) fn random<T: BenchElement>(n: usize) -> Vec<T> {
+    xorshift(n).map(T::small_from_bits).collect()
+}
+
+/// `n` keys for sort and merge, over the whole range of integer types (as the CUB peer's keys
+/// are: the key distribution decides how merges split).
+pub(crate) fn random_keys<T: BenchElement>(n: usize) -> Vec<T> {
+    xorshift(n).map(T::value_from_bits).collect()
+}
+
+fn xorshift(n: usize) -> impl Iterator<Item = u64> {
+    let mut s = 0x9e3779b97f4a7c15u64;
+    (0..n).map(move |_| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    })
+}
+
+/// The peer harness's generator (`rand_bits` in peers/cub_bench.cu), for the benches that give
+/// the peer the same data: the `i`-th output of splitmix64 on `stream`.
+pub(crate) fn rand_bits(stream: u64, i: u64) -> u64 {
+    const SEED: u64 = 0x6D677075;
+    const GAMMA: u64 = 0x9E3779B97F4A7C15;
+    fn mix64(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+        z ^ (z >> 31)
+    }
+    let start = mix64(SEED.wrapping_add(stream.wrapping_mul(GAMMA)));
+    mix64(start.wrapping_add((i + 1).wrapping_mul(GAMMA)))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Median GPU time of `f` over `reps` runs, after 3 warm-up runs.
+pub(crate) fn time<F: FnMut() -> mgpu::Result<()>>(
+    ctx: &Context,
+    reps: usize,
+    mut f: F,
+) -> Result<f64, String> {
+    time_with_setup(ctx, reps, &mut (), |_| Ok(()), |_| f())
+}
+
+/// Median GPU time of `work`; `setup` runs before each repetition, outside the timed region.
+/// Both get the mutable `state` (the buffers being sorted).
+pub(crate) fn time_with_setup<S, A, F>(
+    ctx: &Context,
+    reps: usize,
+    state: &mut S,
+    mut setup: A,
+    mut work: F,
+) -> Result<f64, String>
+where
+    A: FnMut(&mut S) -> mgpu::Result<()>,
+    F: FnMut(&mut S) -> mgpu::Result<()>,
+{
+    for _ in 0..3 {
+        setup(state)
+            .and_then(|_| work(state))
+            .map_err(|e| e.to_string())?;
+    }
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        setup(state).map_err(|e| e.to_string())?;
+        times.push(ctx.time_ms(|| work(state)).map_err(|e| e.to_string())?);
+    }
+    Ok(median(times))
+}
+
+/// What a peer measurement is asked for beside the algorithm, the type and the size.
+#[derive(Clone, Copy)]
+pub(crate) enum PeerParam<'a> {
+    /// The harness's default.
+    Default,
+    /// Its numeric parameter: percent selected, mean run length.
+    Number(u64),
+    /// A geometry by name (segment distribution, matrix) and mgpu's checksum of it.
+    Geometry(&'a str, &'a str),
+}
+
+/// The peer's median time for `algo` (`name`: CUB, cuSPARSE), if there is a peer and it ran. A
+/// peer that fails is a warning (no peer column); one that generated another geometry is an
+/// error, as the comparison would be meaningless.
+pub(crate) fn peer_ms(
+    peer: Option<&Peer>,
+    name: &str,
+    algo: &str,
+    ty: &str,
+    n: u64,
+    reps: usize,
+    param: PeerParam,
+) -> Result<Option<f64>, String> {
+    let Some(p) = peer else { return Ok(None) };
+    // The argument, and how the warnings name it.
+    let (arg, at, failed_at) = match param {
+        PeerParam::Default => (None, String::new(), String::new()),
+        PeerParam::Number(v) => (Some(v.to_string()), format!(" param={v}"), String::new()),
+        PeerParam::Geometry(spec, _) => (
+            Some(spec.to_string()),
+            format!(" {spec}"),
+            format!(" {spec}"),
+        ),
+    };
+    match p.run(algo, ty, n, reps as u32, arg.as_deref()) {
+        Ok(r) => {
+            if let PeerParam::Geometry(spec, ours) = param {
+                if r.geometry.as_deref() != Some(ours) {
+                    return Err(format!(
+                        "{name} peer {algo} {ty} n={n} {spec}: its geometry checksum is {} but \
+                         mgpu's is {ours}: peers/cub_bench.cu and mgpu-cli/src/bench/segreduce.rs \
+                         generate different geometries, so the comparison would be meaningless",
+                        r.geometry
+                            .as_deref()
+                            .unwrap_or("missing (no geom= in its output)")
+                    ));
+                }
+            }
+            if r.check != "ok" {
+                output::note(format!(
+                    "warning: {name} {algo} {ty} n={n}{at}: self-check {}",
+                    r.check
+                ));
+            }
+            Ok(Some(r.median_ms))
+        }
+        Err(e) => {
+            output::note(format!(
+                "warning: {name} peer {algo}{failed_at} failed: {e}"
+            ));
+            Ok(None)
+        }
+    }
+}
+
+/// The first call's time, with the kernels it compiled or loaded since `before`.
+pub(crate) fn report_first_use(
+    what: &str,
+    ty: &str,
+    t: Instant,
+    before: mgpu::cuda::jit::JitStats,
+) {
+    let after = mgpu::cuda::jit::stats();
+    output::note(format!(
+        "{what} {ty}: first call {:.1} ms ({} kernels compiled in {} ms, {} from the disk cache)",
+        t.elapsed().as_secs_f64() * 1e3,
+        after.compiles - before.compiles,
+        after.compile_ms - before.compile_ms,
+        after.disk_hits - before.disk_hits
+    ));
+}
+
+/// A row of the table of every bench but segreduce's and spmv's.
+pub(crate) struct Row {
+    pub variant: String,
+    pub ty: String,
+    pub log2: u32,
+    pub ms: f64,
+    /// Bytes that must move (read once, written once).
+    pub bytes: f64,
+    pub memcpy_ms: f64,
+    /// (peer name, median ms), in the peers' column order.
+    pub peers: Vec<(&'static str, Option<f64>)>,
+}
+
+/// The table's header (`radix`: sort's radix-sort peer columns too).
+pub(crate) fn print_header(radix: bool) {
+    let mut header = format!(
+        "{:<29} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
+        "prim",
+        "type",
+        "n",
+        "mgpu_ms",
+        "Gitems/s",
+        "GB/s",
+        "memcpy_ms",
+        "vs_mcpy",
+        "cub_ms",
+        "vs_cub"
+    );
+    if radix {
+        header += &format!(" {:>9} {:>7}", "radix_ms", "vs_radx");
+    }
+    header += &format!(" {:>10}", "tuning");
+    output::line(header);
+}
+
+/// A row of the table, with the tuning it ran with as the last column.
+pub(crate) fn print_row(r: &Row) {
+    let n = (1u64 << r.log2) as f64;
+    let mut peers = String::new();
+    for (_, ms) in &r.peers {
+        peers += &match ms {
+            Some(p) => format!(" {p:>9.4} {:>7.3}", p / r.ms),
+            None => format!(" {:>9} {:>7}", "-", "-"),
+        };
+    }
+    output::line(format!(
+        "{:<29} {:<4} 2^{:<3} {:>9.4} {:>9.2} {:>8.1} {:>9.4} {:>7.3}{peers} {:>10}",
+        r.variant,
+        r.ty,
+        r.log2,
+        r.ms,
+        n / r.ms / 1e6,
+        r.bytes / r.ms / 1e6,
+        r.memcpy_ms,
+        r.memcpy_ms / r.ms,
+        tuning_label(&r.variant, &r.ty),
+    ));
+}
+
+impl Row {
+    /// The row as a record of `primitive`'s bench.
+    pub(crate) fn record(&self, primitive: &str) -> Record {
+        Record {
+            primitive: primitive.to_string(),
+            variant: self.variant.clone(),
+            ty: self.ty.clone(),
+            log2: self.log2,
+            items: (1u64 << self.log2) as f64,
+            ms: self.ms,
+            bytes: self.bytes,
+            memcpy_ms: self.memcpy_ms,
+            peers: self
+                .peers
+                .iter()
+                .map(|(name, ms)| (name.to_string(), *ms))
+                .collect(),
+            extra: Vec::new(),
+            tuning: tuning_label(&self.variant, &self.ty),
+        }
+    }
+}
+
+/// `--csv FILE`: one line per row (the tuning last).
+pub(crate) fn write_csv(path: &str, rows: &[Row]) -> Result<(), String> {
+    let mut s = String::from("primitive,type,log2n,mgpu_ms,memcpy_ms,cub_ms,radix_ms,tuning\n");
+    for r in rows {
+        let peer = |name: &str| -> String {
+            r.peers
+                .iter()
+                .find(|p| p.0 == name)
+                .and_then(|p| p.1)
+                .map(|v| v.to_string())
+                .unwrap_or_default()
+        };
+        s += &format!(
+            "{},{},{},{},{},{},{},{}\n",
+            r.variant,
+            r.ty,
+            r.log2,
+            r.ms,
+            r.memcpy_ms,
+            peer("cub"),
+            peer("radix"),
+            tuning_label(&r.variant, &r.ty)
+        );
+    }
+    std::fs::write(path, s).map_err(|e| format!("writing {path}: {e}"))
+}
+
+static ARCH: OnceLock<u32> = OnceLock::new();
+
+/// The architecture whose tunings `tuning_label` names (the bench's device; 90 on the CPU).
+pub(crate) fn set_arch(arch: u32) {
+    let _ = ARCH.set(arch);
+}
+
+/// Bytes of an element type of `--types`.
+pub(crate) fn type_size(ty: &str) -> Option<usize> {
+    Some(match ty {
+        "u8" => 1,
+        "u16" => 2,
+        "i32" | "u32" | "f32" => 4,
+        "i64" | "u64" | "f64" => 8,
+        _ => return None,
+    })
+}
+
+/// The kernel family of a bench row's variant and the bytes per element of its tile.
+fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
+    let s = type_size(ty)?;
+    let starts = |p: &str| variant.starts_with(p);
+    Some(if starts("reduce-by-key") {
+        (Family::ReduceByKey, 2 * s)
+    } else if starts("reduce") {
+        (Family::Reduce, s)
+    } else if starts("scan") {
+        (Family::Scan, s)
+    } else if starts("sort-pairs") {
+        (Family::SortPairs, 2 * s)
+    } else if starts("sort-keys") || starts("merge") {
+        (Family::SortKeys, s)
+    } else if starts("unique-by-key") {
+        (Family::Compact, 2 * s)
+    } else if starts("rle") {
+        (Family::ReduceByKey, s + 4)
+    } else if starts("select") || starts("partition") || starts("unique") || starts("non-trivial") {
+        (Family::Compact, s)
+    } else if starts("segreduce") {
+        (Family::SegReduce, s)
+    } else if starts("spmv") {
+        (Family::Spmv, s)
+    } else {
+        return None;
+    })
+}
+
+/// `NTxVTxOCC` of the tuning a bench row ran with (as the library chooses it for the row's
+/// family and element size), or `-`.
+pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
+    let arch = ARCH.get().copied().unwrap_or(90);
+    if variant.ends_with("/preprocessed") {
+        return "-".into(); // two families' kernels
+    }
+    if variant.starts_with("spmv") {
+        // SpMV runs with its own VT and OCC (segreduce::tuning_for, SegReduceSpec::tuning).
+        let kind = SegItems::SpmvBinary;
+        let t = match ty {
+            "f64" => mgpu::segreduce::tuning_for::<f64, u32>(Some(arch), kind, false),
+            _ => mgpu::segreduce::tuning_for::<f32, u32>(Some(arch), kind, false),
+        };
+        let spec = crate::instantiations::csr_spec(kind);
+        return t.map_or("-".into(), |t| label(&spec.tuning(&t)));
+    }
+    let Some((family, size)) = family_of(variant, ty) else {
+        return "-".into();
+    };
+    let Ok(mut t) = tuning::lookup(family, arch, size) else {
+        return "-".into();
+    };
+    if matches!(
+        family,
+        Family::Compact | Family::ReduceByKey | Family::SegReduce | Family::Spmv
+    ) {
+        t.vt = t.vt.min(31);
+    }
+    if family == Family::Scan && variant.starts_with("scan-sq") && !variant.contains("sqmat") {
+        t = tuning::for_computed_input(t);
+    }
+    label(&t)
+}
+
+/// A tuning as `NTxVTxOCC`.
+pub(crate) fn label(t: &Tuning) -> String {
+    format!("{}x{}x{}", t.nt, t.vt, t.occ)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_map_to_their_family() {
+        let cases = [
+            ("scan", "i32", Some((Family::Scan, 4))),
+            ("sort-pairs", "i64", Some((Family::SortPairs, 16))),
+            ("reduce-by-key/run2", "i32", Some((Family::ReduceByKey, 8))),
+            ("reduce-sq", "f32", Some((Family::Reduce, 4))),
+            ("select-if/50%", "i64", Some((Family::Compact, 8))),
+            ("segreduce/fixed20", "f64", Some((Family::SegReduce, 8))),
+            ("what", "i32", None),
+        ];
+        for (variant, ty, family) in cases {
+            assert_eq!(family_of(variant, ty), family, "{variant} {ty}");
+        }
+    }
+
+    #[test]
+    fn the_generators_match_the_harness() {
+        // value_from_bits: integers their low bits, floats the top bits over [0, 1).
+        assert_eq!(i32::value_from_bits(0xffff_ffff_8000_0001), i32::MIN + 1);
+        assert_eq!(u16::value_from_bits(0x1_2345), 0x2345);
+        assert_eq!(f64::value_from_bits(u64::MAX >> 1), 0.5 - 2f64.powi(-53));
+        assert_eq!(i64::small_from_bits(123_456), 456);
+        assert_eq!(u32::small_from_bits(123_456), 123_456);
+    }
+}

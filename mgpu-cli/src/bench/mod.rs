@@ -1,0 +1,249 @@
+//! `mgpu bench`: throughput of a primitive against a device memcpy of the same size and against
+//! CUB, all measured in the same run (CUDA events, warm-up, median). Tables on stdout (with the
+//! tuning in effect on every row), `--json` / `--csv` for programs, `--chart` for SVG charts, a
+//! progress bar on stderr.
+//!
+//! This file parses the command line and dispatches; `harness` holds what every bench shares
+//! (timing, inputs, the peer runner, rows); `reduce_scan`, `sort`, `compact` and `segreduce`
+//! measure their families and use only the harness.
+
+mod compact;
+pub(crate) mod harness;
+mod reduce_scan;
+mod segreduce;
+mod sort;
+
+use crate::output;
+use crate::peers::Peer;
+use crate::primitives::{bench_types, COMPACTION, PRIMITIVES, SEGMENTED, TYPES};
+use harness::{Args, Row};
+use mgpu::Context;
+
+/// `mgpu bench`'s help beyond the one-line summary.
+pub const LONG_ABOUT: &str = "\
+GPU benchmark against a device memcpy and CUB (when nvcc is present: DeviceReduce, DeviceScan,
+DeviceMergeSort and DeviceRadixSort, DeviceMerge).
+
+The compaction family (select, partition, unique, rle, reduce-by-key; i32, i64) runs selection
+rates 0..100% and mean run lengths 1..500, in and out of place, against CUB's DeviceSelect,
+DevicePartition, DeviceRunLengthEncode and DeviceReduce::ReduceByKey.
+
+segreduce (CSR segmented sum; i32 by default, also i64, f32, f64) runs segment lengths fixed 1, 2,
+20, 500, 5000, uniform with mean 500, power-law, one segment and 50% empty, against CUB's
+DeviceSegmentedReduce::Sum. spmv (y = A * x; f32 and f64; --sizes: log2 of the nonzeros) runs
+random rows (mean 32 nonzeros), power-law rows, and the 2-D 5-point and 3-D 7-point Poisson
+stencils, against cuSPARSE's SpMV (CSR_ALG1). Both report the one-shot call (validation and
+partition included) and the apply after a plan, and a memcpy of the same bytes; sizes up to 2^30.
+
+Every row names the tuning it ran with (NTxVTxOCC), and the header the tuning file in effect
+(MGPU_TUNING, else the default location ~/.config/mgpu/tuning.txt, else the built-in tables; see
+`mgpu tune`). --json prints the rows as a JSON array on stdout instead of the tables; --csv FILE
+writes them as CSV; --chart DIR draws throughput against size as SVG. A progress bar is drawn on
+stderr when it is a terminal.";
+
+/// `mgpu bench`'s command line.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// The primitive to measure
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(PRIMITIVES))]
+    primitive: String,
+    /// Sizes, log2 of the element count: A..B or one A (at most 32) [default: 16..28; 24 with
+    /// --quick]
+    #[arg(long, value_name = "A..B", value_parser = parse_sizes)]
+    sizes: Option<std::ops::RangeInclusive<u32>>,
+    /// Element types, comma-separated (default i32,i64,f32,f64; i32,i64 for the compaction
+    /// family; i32 for segreduce; f32,f64 for spmv); also u32, u64, and u8, u16 for reduce and
+    /// scan (no CUB peer for those two)
+    #[arg(
+        long,
+        value_name = "TYPES",
+        value_delimiter = ',',
+        value_parser = clap::builder::PossibleValuesParser::new(TYPES),
+        hide_possible_values = true
+    )]
+    types: Vec<String>,
+    /// Timed runs per measurement, of which the median is reported (at least 10) [default: 20;
+    /// 10 with --quick]
+    #[arg(long, value_name = "N")]
+    reps: Option<usize>,
+    /// A short run: one moderate size (2^24) and 10 runs per measurement, unless --sizes or
+    /// --reps say otherwise
+    #[arg(long)]
+    quick: bool,
+    /// Also write the results to FILE as CSV
+    #[arg(long, value_name = "FILE")]
+    csv: Option<String>,
+    /// Print the results as a JSON array on stdout instead of the tables
+    #[arg(long)]
+    json: bool,
+    /// Write an SVG chart per primitive and type (throughput vs. size: mgpu, the peers, memcpy)
+    /// into DIR
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "bench-charts")]
+    chart: Option<std::path::PathBuf>,
+    /// Skip the CUB comparison (do not build the peer)
+    #[arg(long)]
+    no_peer: bool,
+    /// Deterministic (reduce-then-scan) scan
+    #[arg(long)]
+    deterministic: bool,
+    /// `square` adds x * x fused into the load (-sq, vs CUB's TransformReduce) and materialized
+    /// first (-sqmat)
+    #[arg(long, value_name = "FN")]
+    transform: Option<Transform>,
+    /// Run on views K elements into their buffers (@+K; K = 1: not 16-byte aligned)
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    offset: usize,
+}
+
+/// `--transform`'s functions.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Transform {
+    /// x * x
+    Square,
+}
+
+/// `--sizes A..B` (or `A`): log2 sizes, at most 32.
+fn parse_sizes(v: &str) -> Result<std::ops::RangeInclusive<u32>, String> {
+    let (lo, hi) = v.split_once("..").unwrap_or((v, v));
+    let p = |s: &str| {
+        s.parse::<u32>()
+            .map_err(|_| format!("bad sizes `{v}` (e.g. 16..28)"))
+    };
+    let sizes = p(lo)?..=p(hi)?;
+    if *sizes.end() > 32 {
+        return Err("sizes are log2 of the element count, at most 32".into());
+    }
+    Ok(sizes)
+}
+
+impl From<BenchArgs> for Args {
+    fn from(b: BenchArgs) -> Args {
+        let types = if !b.types.is_empty() {
+            b.types
+        } else {
+            let (_, defaults) = bench_types(&b.primitive);
+            defaults.iter().map(|t| t.to_string()).collect()
+        };
+        let (default_sizes, default_reps) = if b.quick {
+            (24..=24, 10)
+        } else {
+            (16..=28, 20)
+        };
+        Args {
+            primitive: b.primitive,
+            sizes: b.sizes.unwrap_or(default_sizes),
+            types,
+            reps: b.reps.unwrap_or(default_reps).max(10),
+            csv: b.csv,
+            peer: !b.no_peer,
+            deterministic: b.deterministic,
+            transform: matches!(b.transform, Some(Transform::Square)),
+            offset: b.offset,
+            chart: b.chart,
+        }
+    }
+}
+
+pub fn run(args: BenchArgs) -> Result<(), String> {
+    let json = args.json;
+    output::set_json(json);
+    let a = Args::from(args);
+    // A tuning file that cannot be used fails here, with its name, rather than in the first call.
+    let (source, _) = mgpu::tuning::check().map_err(|e| e.to_string())?;
+    let ctx = Context::new().map_err(|e| e.to_string())?;
+    harness::set_arch(ctx.arch().unwrap_or(90));
+    if !ctx.is_gpu() {
+        output::note("warning: no GPU; timing the CPU backend (wall clock), no peer");
+    }
+    let peer = if a.peer && ctx.is_gpu() {
+        match Peer::build() {
+            Ok(Some(p)) => Some(p),
+            Ok(None) => {
+                output::note("note: nvcc not found; no CUB comparison");
+                None
+            }
+            Err(e) => {
+                output::note(format!(
+                    "warning: building the CUB peer failed; no CUB comparison:\n{e}"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let algo = if a.primitive == "scan" && a.deterministic {
+        " (reduce-then-scan)"
+    } else {
+        ""
+    };
+    output::line(format!(
+        "# mgpu bench {}{algo} on {}, median of {} runs (CUDA events), ratios > 1: mgpu faster",
+        a.primitive,
+        ctx.description(),
+        a.reps
+    ));
+    output::line(format!(
+        "# tuning: {source}; each row's NTxVTxOCC in the last column"
+    ));
+    let steps = (a.types.len() * a.sizes.clone().count()) as u64;
+    let _bar = output::Progress::new(steps, &format!("bench {}", a.primitive));
+    let records = if SEGMENTED.contains(&a.primitive.as_str()) {
+        segreduce::run(&ctx, &a, peer.as_ref())?
+    } else {
+        harness::print_header(a.primitive == "sort");
+        let rows = if COMPACTION.contains(&a.primitive.as_str()) {
+            compact::rows(&ctx, &a, peer.as_ref())?
+        } else {
+            rows(&ctx, &a, peer.as_ref())?
+        };
+        if let Some(path) = &a.csv {
+            harness::write_csv(path, &rows)?;
+        }
+        rows.iter().map(|r| r.record(&a.primitive)).collect()
+    };
+    drop(_bar);
+    if json {
+        output::print_json(&records, &source.to_string());
+    }
+    if let Some(dir) = &a.chart {
+        for path in crate::chart::write(dir, &records)? {
+            output::note(format!("chart: {}", path.display()));
+        }
+    }
+    Ok(())
+}
+
+/// The rows of reduce, scan, sort and merge: every type (each bench runs every size).
+fn rows(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Row>, String> {
+    use reduce_scan::bench_type;
+    use sort::bench_sort_type;
+    let sorting = a.primitive == "sort" || a.primitive == "merge";
+    let mut rows = Vec::new();
+    for ty in &a.types {
+        let p = peer;
+        let r = match (ty.as_str(), sorting) {
+            ("i32", false) => bench_type::<i32>(ctx, a, ty, p),
+            ("i64", false) => bench_type::<i64>(ctx, a, ty, p),
+            ("u32", false) => bench_type::<u32>(ctx, a, ty, p),
+            ("u64", false) => bench_type::<u64>(ctx, a, ty, p),
+            ("f32", false) => bench_type::<f32>(ctx, a, ty, p),
+            ("f64", false) => bench_type::<f64>(ctx, a, ty, p),
+            // No CUB peer for sub-word types: the harness is built for the four types above.
+            ("u8", false) => bench_type::<u8>(ctx, a, ty, None),
+            ("u16", false) => bench_type::<u16>(ctx, a, ty, None),
+            ("i32", true) => bench_sort_type::<i32>(ctx, a, ty, p),
+            ("i64", true) => bench_sort_type::<i64>(ctx, a, ty, p),
+            ("u32", true) => bench_sort_type::<u32>(ctx, a, ty, p),
+            ("u64", true) => bench_sort_type::<u64>(ctx, a, ty, p),
+            ("f32", true) => bench_sort_type::<f32>(ctx, a, ty, p),
+            ("f64", true) => bench_sort_type::<f64>(ctx, a, ty, p),
+            (other, _) => Err(format!(
+                "bench: unsupported type `{other}` (i32, i64, u32, u64, f32, f64; u8 and u16 \
+                 for reduce and scan)"
+            )),
+        }?;
+        rows.extend(r);
+    }
+    Ok(rows)
+}

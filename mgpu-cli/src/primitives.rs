@@ -1,0 +1,40 @@
+//! The primitives the commands know (bench measures them; tune, occupancy and warmup take the same
+//! names) and the element types of each one's bench: one list for every command.
+
+/// The primitives `mgpu bench` measures.
+pub(crate) const PRIMITIVES: &[&str] = &[
+    "reduce",
+    "scan",
+    "sort",
+    "merge",
+    "select",
+    "partition",
+    "unique",
+    "rle",
+    "reduce-by-key",
+    "segreduce",
+    "spmv",
+];
+
+/// Those of the compaction family (bench/compact.rs).
+pub(crate) const COMPACTION: &[&str] = &["select", "partition", "unique", "rle", "reduce-by-key"];
+
+/// CSR segmented reduction and SpMV (bench/segreduce.rs).
+pub(crate) const SEGMENTED: &[&str] = &["segreduce", "spmv"];
+
+/// Every element type a bench can run (which of them a primitive supports: [`bench_types`]).
+pub(crate) const TYPES: &[&str] = &["i32", "i64", "u32", "u64", "f32", "f64", "u8", "u16"];
+
+/// The element types `primitive`'s bench supports, and those it runs when none is named.
+pub(crate) fn bench_types(primitive: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    const WIDE: &[&str] = &["i32", "i64", "f32", "f64"];
+    if COMPACTION.contains(&primitive) {
+        return (&["i32", "i64"], &["i32", "i64"]);
+    }
+    match primitive {
+        "segreduce" => (WIDE, &["i32"]),
+        "spmv" => (&["f32", "f64"], &["f32", "f64"]),
+        "sort" | "merge" => (&["i32", "i64", "u32", "u64", "f32", "f64"], WIDE),
+        _ => (TYPES, WIDE),
+    }
+}
