@@ -217,12 +217,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       }
     }
     RunPair tile_total;
-    RunPair thread_prefix = cta_scan_exclusive(thread_total, RunPlus(), none, tile_total,
-                                               storage.scan);
-    if (tid < MGPU_WARP) {
-      RunPair prefix = lookback(tile_total);
-      if (tid == 0) storage.tile_prefix = prefix;
-    }
+    RunPair thread_prefix = lookback.cta_scan(thread_total, tile_total, storage.scan,
+                                              &storage.tile_prefix);
     // Stage each run start: its position by rank, and in its value slot (this thread's own, read
     // first) the tile's part of the run before it.
     RunPair x = thread_prefix;
@@ -351,12 +347,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     }
     // The scan's barriers follow every thread's reads of the keys: the staging may reuse them.
     StartPair tile_total;
-    StartPair thread_prefix = cta_scan_exclusive(thread_total, StartPlus(), none, tile_total,
-                                                 storage.scan);
-    if (tid < MGPU_WARP) {
-      StartPair prefix = lookback(tile_total);
-      if (tid == 0) storage.tile_prefix = prefix;
-    }
+    StartPair thread_prefix = lookback.cta_scan(thread_total, tile_total, storage.scan,
+                                                &storage.tile_prefix);
     __syncthreads();
     StartPair prefix = storage.tile_prefix;
     // Lengths are staged from the run that is open at the tile's start, if any.

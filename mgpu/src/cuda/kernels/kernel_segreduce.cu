@@ -652,11 +652,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
 #pragma unroll
     for (int i = 0; i < MGPU_SPINE_VT; ++i) total = SegPlus()(total, tile_totals[i]);
     SegPair aggregate;
-    SegPair prefix = cta_scan_exclusive(total, SegPlus(), none, aggregate, storage.scan);
-    if (tid < MGPU_WARP) {
-      SegPair p = lookback(aggregate);
-      if (tid == 0) storage.prefix = p;
-    }
+    SegPair prefix = lookback.cta_scan(total, aggregate, storage.scan, &storage.prefix);
     __syncthreads();
     SegPair x = SegPlus()(storage.prefix, prefix);
 #pragma unroll

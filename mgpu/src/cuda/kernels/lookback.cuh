@@ -176,6 +176,20 @@ struct TileLookbackOf {
   __device__ __forceinline__ V operator()(V aggregate) const {
     return warp_lookback(status, tile, aggregate, op, identity);
   }
+
+  // The CTA's exclusive scan of one value per thread, whose total is the tile's aggregate, then
+  // the look-back by warp 0, which leaves the tile's exclusive prefix in `*tile_prefix` (shared
+  // memory, read after the caller's next barrier). Returns the thread's prefix within the tile.
+  __device__ __forceinline__ V cta_scan(V x, V& aggregate, CtaScanStorageOf<V>& storage,
+                                        V* tile_prefix) const {
+    int tid = threadIdx.x;
+    V thread_prefix = cta_scan_exclusive(x, op, identity, aggregate, storage);
+    if (tid < MGPU_WARP) {
+      V prefix = (*this)(aggregate);
+      if (tid == 0) *tile_prefix = prefix;
+    }
+    return thread_prefix;
+  }
 };
 
 // The ticketed loop of a kernel whose tiles publish one `V` each (an element, a count, a pair):
