@@ -85,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     int n = (int)(min(first + MGPU_NV - head, count) - base);
     T total = scan_tile(in, out, base, n, exclusive != 0, in.vector_ok_at(base),
                         vector_ok(out + base), identity, op, storage, lookback);
-    if (threadIdx.x == 0 && total_out && base + n == count) *total_out = total;
+    if (total_out && base + n == count && threadIdx.x == 0) *total_out = total;
   });
 }
 #endif
