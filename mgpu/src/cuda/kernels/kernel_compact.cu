@@ -73,9 +73,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   __shared__ CompactStorage storage;
   int tid = threadIdx.x;
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
-  if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-  __syncthreads();
-  for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
+  lookback_tiles(tickets, first_ticket, num_tiles, storage.tile_id, status, CountPlus(), (C)0,
+                 [&](i64 tile, const auto& lookback) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
     load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.keys, tid);
@@ -117,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     C tile_kept;
     C thread_prefix = cta_scan_exclusive((C)thread_kept, CountPlus(), (C)0, tile_kept, storage.scan);
     if (tid < MGPU_WARP) {
-      C prefix = warp_lookback(status, tile, tile_kept, CountPlus(), (C)0);
+      C prefix = lookback(tile_kept);
       if (tid == 0) {
         storage.tile_prefix = prefix;
         if (base + n == count) *count_out = (u64)(prefix + tile_kept);
@@ -149,9 +148,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     store_staged(storage.values, n, kept, values_out, values_rejected, prefix, rejected_prior,
                  count, tid);
 #endif
-    if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-    __syncthreads();  // the tile's storage is free and the next ticket visible
-  }
+  });
   if (count == 0 && blockIdx.x == 0 && tid == 0) *count_out = 0;
 }
 #endif
@@ -191,9 +188,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   int tid = threadIdx.x;
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
   const RunPair none{0, identity};
-  if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-  __syncthreads();
-  for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
+  lookback_tiles(tickets, first_ticket, num_tiles, storage.tile_id, status, RunPlus(), none,
+                 [&](i64 tile, const auto& lookback) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
     load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.keys, tid);
@@ -221,12 +217,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       }
     }
     RunPair tile_total;
-    RunPair thread_prefix = cta_scan_exclusive(thread_total, RunPlus(), none, tile_total,
-                                               storage.scan);
-    if (tid < MGPU_WARP) {
-      RunPair prefix = warp_lookback(status, tile, tile_total, RunPlus(), none);
-      if (tid == 0) storage.tile_prefix = prefix;
-    }
+    RunPair thread_prefix = lookback.cta_scan(thread_total, tile_total, storage.scan,
+                                              &storage.tile_prefix);
     // Stage each run start: its position by rank, and in its value slot (this thread's own, read
     // first) the tile's part of the run before it.
     RunPair x = thread_prefix;
@@ -266,9 +258,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
         }
       }
     }
-    if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-    __syncthreads();
-  }
+  });
 }
 #endif
 
@@ -321,9 +311,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   int tid = threadIdx.x;
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
   const StartPair none{0, 0};
-  if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-  __syncthreads();
-  for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
+  lookback_tiles(tickets, first_ticket, num_tiles, storage.tile_id, status, StartPlus(), none,
+                 [&](i64 tile, const auto& lookback) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
     load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.tile.keys, tid);
@@ -358,12 +347,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     }
     // The scan's barriers follow every thread's reads of the keys: the staging may reuse them.
     StartPair tile_total;
-    StartPair thread_prefix = cta_scan_exclusive(thread_total, StartPlus(), none, tile_total,
-                                                 storage.scan);
-    if (tid < MGPU_WARP) {
-      StartPair prefix = warp_lookback(status, tile, tile_total, StartPlus(), none);
-      if (tid == 0) storage.tile_prefix = prefix;
-    }
+    StartPair thread_prefix = lookback.cta_scan(thread_total, tile_total, storage.scan,
+                                                &storage.tile_prefix);
     __syncthreads();
     StartPair prefix = storage.tile_prefix;
     // Lengths are staged from the run that is open at the tile's start, if any.
@@ -388,8 +373,6 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       if (j < num_offsets) offsets_out[(u64)prefix.runs + j] = storage.tile.out.offsets[j];
       if (j < num_lengths) lengths_out[(u64)first_length + j] = storage.tile.out.lengths[j];
     }
-    if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-    __syncthreads();
-  }
+  });
 }
 #endif

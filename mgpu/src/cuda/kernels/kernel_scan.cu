@@ -66,12 +66,7 @@ __device__ __forceinline__ bool vector_ok(const void* p) {
   return MGPU_VEC > 1 && ((size_t)p & 15) == 0;
 }
 
-// A CTA per resident slot (not per tile) loops over tiles, which saves a CTA launch per tile
-// (experiments/ticket_scan.cu: 0.871x -> 0.878x memcpy at 2^28 i32). Tiles are numbered in the order
-// of tickets, drawn only once the CTA is ready to load (a tile claimed early stalls the look-back
-// of every later tile: slower, same experiment), so every predecessor of a tile is running or done
-// and the look-back always makes progress. The counter is never reset: tickets start at
-// `first_ticket`, and every CTA draws once more than the tiles it scans.
+// Persistent CTAs taking tiles in ticket order (lookback_tiles, lookback.cuh).
 // Tiles start `head` elements before the data (tile t covers [t NV - head, (t + 1) NV - head),
 // clipped to [0, count)): the host picks `head` so that every tile but the first begins on a
 // 128-byte line of the output, where a view that does not start on one would otherwise have every
@@ -83,22 +78,15 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   __shared__ ScanStorage storage;
   Op op;
   u64 num_tiles = (count + head + MGPU_NV - 1) / MGPU_NV;
-  if (threadIdx.x == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-  __syncthreads();
-  for (i64 tile = storage.tile_id; (u64)tile < num_tiles; tile = storage.tile_id) {
+  lookback_tiles(tickets, first_ticket, num_tiles, storage.tile_id, status, op, identity,
+                 [&](i64 tile, const auto& lookback) {
     u64 first = (u64)tile * MGPU_NV;
     u64 base = tile == 0 ? 0 : first - head;
     int n = (int)(min(first + MGPU_NV - head, count) - base);
     T total = scan_tile(in, out, base, n, exclusive != 0, in.vector_ok_at(base),
-                        vector_ok(out + base), identity, op, storage, [&](T aggregate) {
-                          return warp_lookback(status, tile, aggregate, op, identity);
-                        });
-    if (threadIdx.x == 0) {
-      if (total_out && base + n == count) *total_out = total;
-      storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-    }
-    __syncthreads();  // the tile's storage is free and the next ticket visible
-  }
+                        vector_ok(out + base), identity, op, storage, lookback);
+    if (total_out && base + n == count && threadIdx.x == 0) *total_out = total;
+  });
 }
 #endif
 

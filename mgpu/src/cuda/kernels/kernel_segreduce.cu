@@ -609,8 +609,8 @@ struct SpineStorage {
 };
 
 // The carry across tiles: the exclusive segmented scan of the tiles' totals, MGPU_NT *
-// MGPU_SPINE_VT of them per spine tile, through the look-back (tiles taken in ticket order, as in
-// mgpu_scan_lookback). A tile that continues a segment and ends it gets that segment's result,
+// MGPU_SPINE_VT of them per spine tile, through the look-back (lookback_tiles: spine tiles taken
+// in ticket order). A tile that continues a segment and ends it gets that segment's result,
 // the carry of the tiles before it followed by its lead, into the slot before its first segment.
 // (A minimum of 1 CTA per SM: without one, ptxas spilled 4 bytes of the 16-byte pair at 40
 // registers, NVRTC 13.5.)
@@ -626,9 +626,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
   const SegPair none{0, identity};
   constexpr u64 PER_TILE = (u64)MGPU_NT * MGPU_SPINE_VT;
   u64 num_spine = (num_tiles + PER_TILE - 1) / PER_TILE;
-  if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-  __syncthreads();
-  for (i64 s = storage.tile_id; (u64)s < num_spine; s = storage.tile_id) {
+  lookback_tiles(tickets, first_ticket, num_spine, storage.tile_id, status, SegPlus(), none,
+                 [&](i64 s, const auto& lookback) {
     u64 first = (u64)s * PER_TILE + (u64)tid * MGPU_SPINE_VT;
     // Every record of the thread's tiles is loaded before the scan, so that the fix-up below
     // waits on no load (reading them in its loop, behind its stores, made the spine a chain of
@@ -653,11 +652,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
 #pragma unroll
     for (int i = 0; i < MGPU_SPINE_VT; ++i) total = SegPlus()(total, tile_totals[i]);
     SegPair aggregate;
-    SegPair prefix = cta_scan_exclusive(total, SegPlus(), none, aggregate, storage.scan);
-    if (tid < MGPU_WARP) {
-      SegPair p = warp_lookback(status, s, aggregate, SegPlus(), none);
-      if (tid == 0) storage.prefix = p;
-    }
+    SegPair prefix = lookback.cta_scan(total, aggregate, storage.scan, &storage.prefix);
     __syncthreads();
     SegPair x = SegPlus()(storage.prefix, prefix);
 #pragma unroll
@@ -666,9 +661,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
         dest[tile_slots[i] - 1] = Op()(x.value, tile_leads[i]);
       x = SegPlus()(x, tile_totals[i]);
     }
-    if (tid == 0) storage.tile_id = (i64)(atomicAdd(tickets, 1ull) - first_ticket);
-    __syncthreads();  // the scan's storage is free and the next ticket visible
-  }
+  });
 }
 #endif
 
