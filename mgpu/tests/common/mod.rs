@@ -47,6 +47,16 @@ pub fn gpu() -> Option<Context> {
     }
 }
 
+/// The GPU for the MGPU_BIG=1 tests, or None (with a note when MGPU_BIG is not set); `needs`
+/// says how much GPU memory the test takes.
+pub fn big_gpu(needs: &str) -> Option<Context> {
+    if std::env::var("MGPU_BIG").as_deref() != Ok("1") {
+        eprintln!("skipped: set MGPU_BIG=1 to run (needs {needs} of GPU memory)");
+        return None;
+    }
+    gpu()
+}
+
 /// A fresh seed per call, printed so a failure can be replayed with MGPU_TEST_SEED.
 pub fn rng() -> rand::rngs::StdRng {
     let seed = std::env::var("MGPU_TEST_SEED")

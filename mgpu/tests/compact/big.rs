@@ -7,11 +7,9 @@ use super::*;
 /// windows (start, around 2^31 and 2^32, the end, past the count).
 #[test]
 fn select_past_2_pow_32_items_on_gpu() {
-    if std::env::var("MGPU_BIG").as_deref() != Ok("1") {
-        eprintln!("skipped: set MGPU_BIG=1 to run (needs about 9 GB of GPU memory)");
+    let Some(ctx) = big_gpu("about 9 GB") else {
         return;
-    }
-    let Some(ctx) = gpu() else { return };
+    };
     let n: usize = (1 << 32) + (1 << 25);
     // Filled in chunks of a multiple of 251 items: every chunk is the same pattern.
     let chunk: usize = 251 << 20;

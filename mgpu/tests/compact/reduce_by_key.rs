@@ -88,14 +88,7 @@ fn reduce_by_key_algorithms_agree() {
         sizes.dedup();
         let mut case = 0;
         for &n in &sizes {
-            for pat in [
-                Runs::One,
-                Runs::Mean(1),
-                Runs::Mean(2),
-                Runs::Mean(10),
-                Runs::Mean(500),
-                Runs::TileEdges,
-            ] {
+            for pat in RUN_PATTERNS {
                 let keys = run_keys::<i32>(&mut r, n, pat, &tiles);
                 let wide = random_vec::<i64>(&mut r, n);
                 let floats = random_vec::<f32>(&mut r, n);

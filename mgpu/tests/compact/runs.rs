@@ -224,34 +224,15 @@ fn runs_suite<T: Case>() {
     }
 }
 
-#[test]
-fn runs_i32_custom_equality() {
-    runs_suite::<i32>();
-}
-#[test]
-fn runs_u8() {
-    runs_suite::<u8>();
-}
-#[test]
-fn runs_i64() {
-    runs_suite::<i64>();
-}
-#[test]
-fn runs_u64() {
-    runs_suite::<u64>();
-}
-#[test]
-fn runs_f32_signed_zeros() {
-    runs_suite::<f32>();
-}
-#[test]
-fn runs_f64_custom_equality() {
-    runs_suite::<f64>();
-}
-#[test]
-fn runs_user_struct() {
-    runs_suite::<Tagged>();
-}
+per_type!(runs_suite:
+    runs_i32_custom_equality: i32,
+    runs_u8: u8,
+    runs_i64: i64,
+    runs_u64: u64,
+    runs_f32_signed_zeros: f32,
+    runs_f64_custom_equality: f64,
+    runs_user_struct: Tagged,
+);
 
 /// `Equality::equal_to()` on floats: each NaN is a run of its own, -0.0 and 0.0 are one run (its
 /// first item is the one kept, bit for bit).
@@ -424,55 +405,14 @@ fn reduce_by_key_value_types() {
             for pat in [Runs::Mean(3), Runs::Mean(200), Runs::TileEdges] {
                 let keys = run_keys::<i32>(&mut r, n, pat, &tiles);
                 let what = format!("{ctx:?} n={n} {pat:?}");
-                one(
-                    &ctx,
-                    &keys,
-                    &random_vec::<i32>(&mut r, n),
-                    &Op::plus(),
-                    &what,
-                );
-                one(
-                    &ctx,
-                    &keys,
-                    &random_vec::<u8>(&mut r, n),
-                    &Op::maximum(),
-                    &what,
-                );
-                one(
-                    &ctx,
-                    &keys,
-                    &random_vec::<i64>(&mut r, n),
-                    &Op::minimum(),
-                    &what,
-                );
-                one(
-                    &ctx,
-                    &keys,
-                    &random_vec::<f32>(&mut r, n),
-                    &Op::plus(),
-                    &what,
-                );
-                one(
-                    &ctx,
-                    &keys,
-                    &random_vec::<f64>(&mut r, n),
-                    &Op::plus(),
-                    &what,
-                );
-                one(
-                    &ctx,
-                    &keys,
-                    &random_vec::<u64>(&mut r, n),
-                    &Op::bit_xor(),
-                    &what,
-                );
-                one(
-                    &ctx,
-                    &keys,
-                    &random_vec::<Tagged>(&mut r, n),
-                    &tagged_op(),
-                    &what,
-                );
+                let (k, w) = (&keys, &what);
+                one(&ctx, k, &random_vec::<i32>(&mut r, n), &Op::plus(), w);
+                one(&ctx, k, &random_vec::<u8>(&mut r, n), &Op::maximum(), w);
+                one(&ctx, k, &random_vec::<i64>(&mut r, n), &Op::minimum(), w);
+                one(&ctx, k, &random_vec::<f32>(&mut r, n), &Op::plus(), w);
+                one(&ctx, k, &random_vec::<f64>(&mut r, n), &Op::plus(), w);
+                one(&ctx, k, &random_vec::<u64>(&mut r, n), &Op::bit_xor(), w);
+                one(&ctx, k, &random_vec::<Tagged>(&mut r, n), &tagged_op(), w);
                 let small: Vec<i64> = (0..n).map(|_| r.random_range(0..PRIME)).collect();
                 one(&ctx, &keys, &small, &add_mod_prime(), &what);
                 lengths::<u64>(&ctx, &keys, &what);

@@ -141,34 +141,15 @@ fn selection_suite<T: Case>() {
     }
 }
 
-#[test]
-fn select_and_partition_i32() {
-    selection_suite::<i32>();
-}
-#[test]
-fn select_and_partition_u8() {
-    selection_suite::<u8>();
-}
-#[test]
-fn select_and_partition_i64() {
-    selection_suite::<i64>();
-}
-#[test]
-fn select_and_partition_u64() {
-    selection_suite::<u64>();
-}
-#[test]
-fn select_and_partition_f32() {
-    selection_suite::<f32>();
-}
-#[test]
-fn select_and_partition_f64() {
-    selection_suite::<f64>();
-}
-#[test]
-fn select_and_partition_user_struct() {
-    selection_suite::<Tagged>();
-}
+per_type!(selection_suite:
+    select_and_partition_i32: i32,
+    select_and_partition_u8: u8,
+    select_and_partition_i64: i64,
+    select_and_partition_u64: u64,
+    select_and_partition_f32: f32,
+    select_and_partition_f64: f64,
+    select_and_partition_user_struct: Tagged,
+);
 
 /// Flags of other types: any non-zero value selects; for floats -0.0 does not and NaN does.
 #[test]

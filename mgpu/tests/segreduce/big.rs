@@ -158,11 +158,9 @@ fn closed_form_patterns_at_small_sizes() {
 
 #[test]
 fn past_2_pow_32_values_on_gpu() {
-    if std::env::var("MGPU_BIG").as_deref() != Ok("1") {
-        eprintln!("skipped: set MGPU_BIG=1 to run (needs about 5 GB of GPU memory)");
+    let Some(ctx) = big_gpu("about 5 GB") else {
         return;
-    }
-    let Some(ctx) = gpu() else { return };
+    };
     let mut r = rng();
     big_pattern(&ctx, &mut r, (1 << 32) + 1000, 300);
 }

@@ -20,7 +20,7 @@ mod views;
 
 use common::*;
 use mgpu::cuda::jit::SegItems;
-use mgpu::{Arithmetic, Context, Counting, Element, Map, Offset, Op};
+use mgpu::{Arithmetic, Context, Counting, Element, Map, Offset, Op, Source};
 use rand::rngs::StdRng;
 use rand::Rng;
 
