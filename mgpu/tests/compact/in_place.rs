@@ -137,14 +137,7 @@ fn in_place_stress_on_gpu() {
                     out
                 },
             );
-            let mut lengths: Vec<u32> = Vec::new();
-            for &h in &heads {
-                if h {
-                    lengths.push(1);
-                } else {
-                    *lengths.last_mut().unwrap() += 1;
-                }
-            }
+            let lengths: Vec<u32> = head_lengths(&heads);
             let mut expect_rle: Vec<u64> = uk
                 .iter()
                 .zip(&lengths)

@@ -246,6 +246,20 @@ fn run_heads<T>(keys: &[T], same_run: impl Fn(&T, &T) -> bool) -> Vec<bool> {
     heads
 }
 
+/// The length of each run, from its heads (`run_heads`).
+fn head_lengths<L: Arithmetic>(heads: &[bool]) -> Vec<L> {
+    let mut lengths: Vec<L> = Vec::new();
+    for &h in heads {
+        if h {
+            lengths.push(L::ONE);
+        } else {
+            let last = lengths.last_mut().unwrap();
+            *last = L::add(*last, L::ONE);
+        }
+    }
+    lengths
+}
+
 /// Reduce-by-key, serially: each run's first key and the in-order fold of its values.
 fn reduce_runs<K: Copy, V: Copy>(
     keys: &[K],

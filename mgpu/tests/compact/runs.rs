@@ -74,14 +74,7 @@ fn check_runs<T: Case>(ctx: &Context, r: &mut StdRng, keys: &[T], case: usize, w
     );
 
     // run_length_encode, lengths in u32.
-    let mut lengths_ref: Vec<u32> = Vec::with_capacity(runs);
-    for &h in &heads {
-        if h {
-            lengths_ref.push(1);
-        } else {
-            *lengths_ref.last_mut().unwrap() += 1;
-        }
-    }
+    let lengths_ref: Vec<u32> = head_lengths(&heads);
     let what_p = format!("{what} run_length_encode");
     let mut uout = ctx.upload(&vec![p; n + 3]).unwrap();
     let mut lout = ctx.upload(&vec![u32::MAX; n + 3]).unwrap();
@@ -329,14 +322,7 @@ fn nan_and_signed_zero_runs() {
                 .unwrap();
             check_count(c, uk64.len(), &what);
             check_written(&out.to_vec().unwrap(), &uk64, f64::sentinel(), &what);
-            let mut expect_lengths = Vec::new();
-            for &h in &heads {
-                if h {
-                    expect_lengths.push(1u64);
-                } else {
-                    *expect_lengths.last_mut().unwrap() += 1;
-                }
-            }
+            let expect_lengths: Vec<u64> = head_lengths(&heads);
             check_written(&lengths.to_vec().unwrap(), &expect_lengths, u64::MAX, &what);
         }
     }
@@ -374,15 +360,7 @@ fn reduce_by_key_value_types() {
         let n = keys.len();
         let heads = run_heads(keys, i32::same_run);
         let (uk, _) = split(keys, &heads);
-        let mut expect: Vec<L> = Vec::new();
-        for &h in &heads {
-            if h {
-                expect.push(L::ONE);
-            } else {
-                let last = expect.last_mut().unwrap();
-                *last = L::add(*last, L::ONE);
-            }
-        }
+        let expect: Vec<L> = head_lengths(&heads);
         let what = format!("{what} rle lengths {}", L::CUDA_TYPE);
         let mut buf = ctx.upload(keys).unwrap();
         let mut lout = ctx.upload(&vec![L::poison(); n + 2]).unwrap();
