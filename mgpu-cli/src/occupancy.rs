@@ -7,9 +7,8 @@
 //! No GPU is needed: the numbers come from ptxas's report (NVRTC's log). On a GPU of the reported
 //! architecture each module is also loaded and the driver's attributes are compared with ptxas's.
 
-use crate::instantiations::{instantiations, Instantiation, Purpose};
-// The primitives whose kernels can be reported: every one `mgpu bench` measures.
-use crate::primitives::PRIMITIVES;
+use crate::instantiations::{families, family_names, primary};
+use mgpu::cuda::family::Instance;
 use mgpu::cuda::jit::{self, KernelReport};
 use mgpu::cuda::occupancy::{gather_carveout, theoretical, Occupancy, SmLimits};
 use mgpu::tuning::{self, Tuning};
@@ -28,12 +27,11 @@ const DEFAULT_TYPES: &[&str] = &["i32", "i64", "f32", "f64"];
 /// `mgpu occupancy`'s command line.
 #[derive(clap::Args)]
 pub struct OccupancyArgs {
-    /// The primitive whose kernels are reported (merge: the sort-keys module; select, partition,
-    /// unique: the compaction kernel; rle, reduce-by-key: the reduce-by-key kernel) [default:
-    /// every kernel family]
-    #[arg(value_name = "PRIMITIVE",
-          value_parser = clap::builder::PossibleValuesParser::new(PRIMITIVES))]
-    primitive: Option<String>,
+    /// The kernel family whose kernels are reported (the library's registry) [default: every
+    /// family]
+    #[arg(value_name = "FAMILY",
+          value_parser = clap::builder::PossibleValuesParser::new(family_names()))]
+    family: Option<String>,
     /// Compile for sm_N, e.g. 90 or sm_90 [default: the GPU's, else 90]
     #[arg(long, value_name = "N", value_parser = parse_arch)]
     arch: Option<u32>,
@@ -48,14 +46,6 @@ pub(crate) fn parse_arch(v: &str) -> Result<u32, String> {
     v.trim_start_matches("sm_")
         .parse::<u32>()
         .map_err(|_| format!("bad arch `{v}` (e.g. 90)"))
-}
-
-/// The groups of rows of `primitive`: sort's keys and pairs apart.
-fn groups(primitive: &str) -> Vec<&str> {
-    match primitive {
-        "sort" => vec!["sort-keys", "sort-pairs"],
-        p => vec![p],
-    }
 }
 
 /// The threads a kernel is launched with, and whether it is a tile kernel (NT x VT under
@@ -160,15 +150,15 @@ fn report(
     device: Option<&Context>,
     arch: u32,
     ty: &str,
-    item: &Instantiation,
+    item: &Instance,
     tally: &mut Tally,
 ) -> Result<(), String> {
     let compiled =
-        jit::compile_uncached(item.module.name(), &item.source, arch).map_err(|e| e.to_string())?;
+        jit::compile_uncached(item.family, &item.source, arch).map_err(|e| e.to_string())?;
     let limits = SmLimits::for_arch(arch);
     let driver = match device {
         Some(ctx) => Some(
-            mgpu::cuda::driver_reports(ctx, item.module, compiled.cubin)
+            mgpu::cuda::driver_reports(ctx, &item.kernels, compiled.cubin)
                 .map_err(|e| e.to_string())?,
         ),
         None => None,
@@ -183,15 +173,14 @@ fn report(
     if shown.is_empty() {
         println!(
             "{:<15} {ty:<4} ({}: NVRTC returned no ptxas report)",
-            item.label,
-            item.module.name()
+            item.family, item.label
         );
-        tally.unreported += item.module.kernels().len();
+        tally.unreported += item.kernels.len();
         return Ok(());
     }
     let t = &item.tuning;
     let order = |r: &&KernelReport| {
-        let kernels = item.module.kernels();
+        let kernels = &item.kernels;
         kernels
             .iter()
             .position(|&k| k == r.name)
@@ -233,7 +222,7 @@ fn report(
         println!(
             "{:<15} {ty:<4} {:<24} {launch:>10} {:>4} {drv_regs:>4} {:>6} {:>5} {spill:>5} {:>7} \
              {:>4.0}%  {:<13}  {}",
-            item.label,
+            item.family,
             r.name,
             r.registers,
             r.shared_bytes,
@@ -250,7 +239,7 @@ fn report(
             tally.from_driver += 1;
         } else if let Some(d) = drv {
             tally.compared += 1;
-            let what = format!("{} {ty} {}", item.label, r.name);
+            let what = format!("{} {ty} {} ({})", item.family, r.name, item.label);
             if d.registers != r.registers {
                 tally.register_mismatches.push(format!(
                     "{what} (ptxas {}, driver {})",
@@ -283,15 +272,7 @@ pub fn run(args: OccupancyArgs) -> Result<(), String> {
             mgpu::cuda::discover::nvrtc()
         ));
     }
-    let groups: Vec<&str> = match args.primitive.as_deref() {
-        Some(p) => groups(p),
-        // merge's kernels are sort-keys' module.
-        None => PRIMITIVES
-            .iter()
-            .flat_map(|p| groups(p))
-            .filter(|&g| g != "merge")
-            .collect(),
-    };
+    let families = families(args.family.as_deref())?;
     let types: Vec<&str> = if args.types.is_empty() {
         DEFAULT_TYPES.to_vec()
     } else {
@@ -300,7 +281,7 @@ pub fn run(args: OccupancyArgs) -> Result<(), String> {
     let l = SmLimits::for_arch(arch);
     println!(
         "# sm_{arch}: {} registers, {} threads, {} CTAs, {} KB shared memory per SM; tunings: {} \
-         (the library's choice for each primitive)",
+         (the library's choice for each family)",
         l.registers,
         l.threads,
         l.ctas,
@@ -309,16 +290,17 @@ pub fn run(args: OccupancyArgs) -> Result<(), String> {
     );
     println!(
         "{:<15} {:<4} {:<24} {:>10} {:>4} {:>4} {:>6} {:>5} {:>5} {:>7} {:>5}  {:<13}  for one more CTA/SM",
-        "primitive", "type", "kernel", "NTxVTxOCC", "regs", "drv", "smem", "stack", "spill", "CTAs/SM",
+        "family", "type", "kernel", "NTxVTxOCC", "regs", "drv", "smem", "stack", "spill", "CTAs/SM",
         "occ", "limited by"
     );
     let mut tally = Tally::default();
-    for (i, g) in groups.iter().enumerate() {
+    for (i, family) in families.iter().enumerate() {
         if i > 0 {
             println!();
         }
         for ty in &types {
-            for item in instantiations(g, ty, arch, Purpose::Report)? {
+            for item in primary(*family, ty, arch)? {
+                println!("# {} {ty}: {}", item.family, item.label);
                 report(device, arch, ty, &item, &mut tally)?;
             }
         }
@@ -416,16 +398,13 @@ mod tests {
     }
 
     #[test]
-    fn every_primitive_and_type_has_modules() {
-        for p in PRIMITIVES.iter().flat_map(|p| groups(p)) {
-            for ty in TYPES {
-                let items = instantiations(p, ty, 90, Purpose::Report).unwrap();
-                assert!(!items.is_empty(), "{p} {ty}");
-                for i in items {
-                    let compact = matches!(i.module, jit::Module::Compact);
-                    assert!(i.tuning.vt <= 31 || !compact);
-                }
-            }
+    fn every_family_has_modules_for_its_types() {
+        for family in families(None).unwrap() {
+            let found = TYPES
+                .iter()
+                .map(|ty| primary(family, ty, 90).unwrap().len())
+                .sum::<usize>();
+            assert!(found > 0, "{}", family.name());
         }
     }
 }

@@ -12,10 +12,11 @@
 //! a primitive is called, and a fresh process has no module compiled with another tuning.
 
 use crate::bench::harness::{label, type_size};
-use crate::instantiations::{instantiations, Purpose};
+use crate::instantiations::candidate;
 use crate::output::{self, Progress};
 use crate::primitives::{bench_types, PRIMITIVES, TYPES};
-use mgpu::cuda::jit::{self, Module};
+use mgpu::cuda::family::Part;
+use mgpu::cuda::jit;
 use mgpu::cuda::occupancy::{theoretical, SmLimits};
 use mgpu::tuning::{self, Family, Tuning, MAX_TILE_BYTES};
 use mgpu::Context;
@@ -153,15 +154,15 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    /// Whether every kernel of `module` compiled from `source` is free of local memory and can be
+    /// Whether every kernel of `part` compiled from `source` is free of local memory and can be
     /// resident. Compiled through the disk cache (the sweep's own, see `run`), so that the timed
     /// child finds the module there.
-    fn clean(&self, module: Module, source: &str, nt: u32) -> Result<bool, String> {
-        let compiled = jit::compile(module.name(), source, self.arch).map_err(|e| e.to_string())?;
+    fn clean(&self, part: &Part, source: &str, nt: u32) -> Result<bool, String> {
+        let compiled = jit::compile(part.name, source, self.arch).map_err(|e| e.to_string())?;
         let mut reports = compiled.reports;
         if reports.is_empty() {
             if let Some(ctx) = self.device {
-                reports = mgpu::cuda::driver_reports(ctx, module, compiled.cubin)
+                reports = mgpu::cuda::driver_reports(ctx, part.kernels, compiled.cubin)
                     .map_err(|e| e.to_string())?;
             }
         }
@@ -173,6 +174,19 @@ impl Checker<'_> {
             };
             r.clean() && theoretical(r, threads, &self.limits).ctas_per_sm > 0
         }))
+    }
+
+    /// Whether every module the library loads for the instantiations of `target` under `t`
+    /// (the registry's, see `instantiations::candidate`) compiles clean.
+    fn candidate_clean(&self, target: Family, t: &Tuning, ty: &str) -> Result<bool, String> {
+        for inst in candidate(target, t, ty, self.arch)? {
+            for (part, source) in &inst.parts {
+                if !self.clean(part, source, t.nt)? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -359,13 +373,8 @@ fn sweep(
                             if t.validate(per_item).is_err() {
                                 continue;
                             }
-                            let purpose = Purpose::Candidate(target.family, &t);
-                            let ok = !check.enabled
-                                || instantiations(&a.primitive, ty, arch, purpose)?
-                                    .iter()
-                                    .try_fold(true, |ok, i| {
-                                        Ok::<_, String>(ok && check.clean(i.module, &i.source, nt)?)
-                                    })?;
+                            let ok =
+                                !check.enabled || check.candidate_clean(target.family, &t, ty)?;
                             if ok {
                                 found = Cell::Candidate(t);
                                 break;

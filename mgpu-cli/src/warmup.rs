@@ -4,14 +4,14 @@
 //! With a GPU, each (primitive, type) is warmed by a child process that runs the primitive's
 //! bench on a small input (`mgpu bench P --sizes 12 --types T --no-peer`): exactly the modules
 //! the library loads for it, with the default operators and the tuning in effect, land in the
-//! disk cache. Without a GPU (or with `--arch` of another architecture), the modules of reduce,
-//! scan, sort and merge with the default operators are compiled for `--arch` straight into the
-//! disk cache; the compaction and segmented-reduction modules depend on each call's
-//! configuration and are warmed only on a GPU. Children run in parallel (`--jobs`): NVRTC
+//! disk cache. Without a GPU (or with `--arch` of another architecture), the modules that every
+//! registered kernel family loads for a default call (the library's registry: default operators,
+//! the tuning in effect) are compiled for `--arch` straight into the disk cache, whatever
+//! primitives are named. Children run in parallel (`--jobs`): NVRTC
 //! compiles one program at a time per process (the library serializes its compiles), so the
 //! parallelism is across processes.
 
-use crate::instantiations::{instantiations, Purpose};
+use crate::instantiations::{families, family_names, primary};
 use crate::output::{self, Progress};
 use crate::primitives::{bench_types, PRIMITIVES, TYPES};
 use mgpu::cuda::jit;
@@ -19,10 +19,6 @@ use mgpu::Context;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Instant;
-
-/// Primitives whose modules can be compiled without a GPU (their sources depend only on the
-/// type, the default operator and the tuning).
-const WITHOUT_GPU: &[&str] = &["reduce", "scan", "sort", "merge"];
 
 /// `mgpu warmup`'s command line.
 #[derive(clap::Args)]
@@ -36,16 +32,16 @@ pub struct WarmupArgs {
     #[arg(long, value_name = "TYPES", value_delimiter = ',',
           value_parser = clap::builder::PossibleValuesParser::new(TYPES))]
     types: Vec<String>,
-    /// Compile for sm_N without running anything (no GPU needed; reduce, scan, sort and merge)
-    /// [default: the GPU's]
+    /// Compile for sm_N without running anything (no GPU needed; every kernel family's default
+    /// modules) [default: the GPU's]
     #[arg(long, value_name = "N", value_parser = crate::occupancy::parse_arch)]
     arch: Option<u32>,
     /// Compiles in parallel (processes) [default: the CPU count, at most 8]
     #[arg(long, short, value_name = "N")]
     jobs: Option<usize>,
-    /// Internal: compile one primitive's modules in this process
-    #[arg(long, hide = true)]
-    worker: bool,
+    /// Internal: compile one kernel family's default modules in this process
+    #[arg(long, hide = true, value_name = "FAMILY")]
+    worker: Option<String>,
 }
 
 pub fn run(a: WarmupArgs) -> Result<(), String> {
@@ -54,14 +50,15 @@ pub fn run(a: WarmupArgs) -> Result<(), String> {
     } else {
         a.primitives.clone()
     };
-    if a.worker {
+    if let Some(family) = &a.worker {
         let arch = a.arch.ok_or("warmup --worker needs --arch")?;
-        for p in &primitives {
+        for f in families(Some(family))? {
             for ty in &a.types {
-                // The modules of the default operators and the tuning in effect, through the
-                // disk cache.
-                for i in instantiations(p, ty, arch, Purpose::Warmup)? {
-                    jit::compile(i.module.name(), &i.source, arch).map_err(|e| e.to_string())?;
+                // The parts the library loads for a default call, through the disk cache.
+                for i in primary(f, ty, arch)? {
+                    for (part, source) in &i.parts {
+                        jit::compile(part.name, source, arch).map_err(|e| e.to_string())?;
+                    }
                 }
             }
         }
@@ -78,8 +75,18 @@ pub fn run(a: WarmupArgs) -> Result<(), String> {
         ));
     }
     let mut jobs: Vec<(String, String)> = Vec::new();
-    let mut skipped = Vec::new();
-    for p in &primitives {
+    if gpu.is_none() {
+        // Every family, for the types named (else the benches' usual ones).
+        let types: Vec<&str> = if a.types.is_empty() {
+            vec!["i32", "i64", "f32", "f64"]
+        } else {
+            a.types.iter().map(String::as_str).collect()
+        };
+        for f in family_names() {
+            jobs.extend(types.iter().map(|t| (f.to_string(), t.to_string())));
+        }
+    }
+    for p in primitives.iter().filter(|_| gpu.is_some()) {
         let (supported, defaults) = bench_types(p);
         let types: Vec<&str> = if a.types.is_empty() {
             defaults.to_vec()
@@ -90,10 +97,6 @@ pub fn run(a: WarmupArgs) -> Result<(), String> {
                 .filter(|t| supported.contains(t))
                 .collect()
         };
-        if gpu.is_none() && !WITHOUT_GPU.contains(&p.as_str()) {
-            skipped.push(p.clone());
-            continue;
-        }
         jobs.extend(types.into_iter().map(|t| (p.clone(), t.to_string())));
     }
     let how = match gpu {
@@ -104,17 +107,11 @@ pub fn run(a: WarmupArgs) -> Result<(), String> {
         None => format!("compiling for sm_{arch} (no GPU of that architecture used)"),
     };
     let cache = jit::cache_dir().map_or("no disk cache".into(), |d| d.display().to_string());
+    let what = if gpu.is_some() { "primitive" } else { "family" };
     eprintln!(
-        "warmup: {} primitive/type pairs, {how}, into {cache}",
+        "warmup: {} {what}/type pairs, {how}, into {cache}",
         jobs.len()
     );
-    if !skipped.is_empty() {
-        eprintln!(
-            "warmup: skipped (their modules depend on each call's configuration; warm them on a \
-             GPU): {}",
-            skipped.join(", ")
-        );
-    }
     let parallel = a.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map_or(2, |n| n.get())
@@ -138,7 +135,7 @@ pub fn run(a: WarmupArgs) -> Result<(), String> {
                         cmd.args(["bench", &p, "--sizes", "12", "--reps", "10", "--no-peer"])
                             .args(["--json", "--types", &ty]);
                     } else {
-                        cmd.args(["warmup", &p, "--worker", "--types", &ty])
+                        cmd.args(["warmup", "--worker", &p, "--types", &ty])
                             .args(["--arch", &arch.to_string()]);
                     }
                     let out = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output();

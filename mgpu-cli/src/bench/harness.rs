@@ -4,7 +4,6 @@
 
 use crate::output::{self, Record};
 use crate::peers::Peer;
-use mgpu::cuda::jit::SegItems;
 use mgpu::tuning::{self, Family, Tuning};
 use mgpu::{Arithmetic, Context, Element};
 use std::sync::OnceLock;
@@ -421,13 +420,18 @@ pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
         return "-".into(); // two families' kernels
     }
     if variant.starts_with("spmv") {
-        // SpMV runs with its own VT and OCC (segreduce::tuning_for, SegReduceSpec::tuning).
+        // SpMV runs with its own VT and OCC (the segmented-reduction family's tuning rule).
+        use mgpu::cuda::segreduce::{table_tuning, SegItems, SegReduceSpec};
         let kind = SegItems::SpmvBinary;
+        let table = mgpu::cuda::family::table_for(arch);
         let t = match ty {
-            "f64" => mgpu::segreduce::tuning_for::<f64, u32>(Some(arch), kind, false),
-            _ => mgpu::segreduce::tuning_for::<f32, u32>(Some(arch), kind, false),
+            "f64" => table_tuning::<f64, u32>(&table, kind, false),
+            _ => table_tuning::<f32, u32>(&table, kind, false),
         };
-        let spec = crate::instantiations::csr_spec(kind);
+        let spec = SegReduceSpec {
+            items: kind,
+            ..SegReduceSpec::helpers(false)
+        };
         return t.map_or("-".into(), |t| label(&spec.tuning(&t)));
     }
     let Some((family, size)) = family_of(variant, ty) else {
@@ -443,7 +447,7 @@ pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
         t.vt = t.vt.min(31);
     }
     if family == Family::Scan && variant.starts_with("scan-sq") && !variant.contains("sqmat") {
-        t = tuning::for_computed_input(t);
+        t = mgpu::cuda::scan::computed_input_tuning(t);
     }
     label(&t)
 }
