@@ -2,7 +2,7 @@
 //! family (`mgpu_non_trivial_runs`): each one launch of the look-back (kernel_compact.cu, shared
 //! with reduce-by-key).
 
-use super::family::{Instance, KernelFamily, TableTuning};
+use super::family::{Instance, KernelArgs, KernelFamily, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Prelude};
 use super::lookback::{self, TileStatusArgs};
 use super::Gpu;
@@ -244,43 +244,32 @@ fn compact_instances<K: Arithmetic>(table: TableTuning<'_>, out: &mut Vec<Instan
     let eq = Equality::<K>::equal_to();
     let k = std::mem::size_of::<K>();
     for wide_count in [false, true] {
-        let variant = |unique, keys_out, values, rejected| CompactSpec {
-            unique,
-            keys_out,
-            values,
-            rejected,
-            wide_count,
-            non_trivial_runs: false,
-        };
+        // (unique, keys_out, values, rejected): select (keys, and values by keys), partition
+        // (both forms), unique (keys, and by key).
         let jobs = [
-            (
-                variant(false, true, false, Rejected::Dropped),
-                KeyTest::Predicate(&pred),
-            ),
-            (
-                variant(false, false, true, Rejected::Dropped),
-                KeyTest::Predicate(&pred),
-            ),
-            (
-                variant(false, true, false, Rejected::Reversed),
-                KeyTest::Predicate(&pred),
-            ),
-            (
-                variant(false, true, false, Rejected::Separate),
-                KeyTest::Predicate(&pred),
-            ),
-            (
-                variant(true, true, false, Rejected::Dropped),
-                KeyTest::Runs(&eq),
-            ),
-            (
-                variant(true, true, true, Rejected::Dropped),
-                KeyTest::Runs(&eq),
-            ),
+            (false, true, false, Rejected::Dropped),
+            (false, false, true, Rejected::Dropped),
+            (false, true, false, Rejected::Reversed),
+            (false, true, false, Rejected::Separate),
+            (true, true, false, Rejected::Dropped),
+            (true, true, true, Rejected::Dropped),
         ];
-        for (i, (v, test)) in jobs.iter().enumerate() {
+        for (i, &(unique, keys_out, values, rejected)) in jobs.iter().enumerate() {
+            let v = CompactSpec {
+                unique,
+                keys_out,
+                values,
+                rejected,
+                wide_count,
+                non_trivial_runs: false,
+            };
+            let test = if unique {
+                KeyTest::Runs(&eq)
+            } else {
+                KeyTest::Predicate(&pred)
+            };
             let t = tuning(table, Family::Compact, k, if v.values { k } else { 0 })?;
-            let spec = CompactModule::new::<K, K>(*v, test, None, &t);
+            let spec = CompactModule::new::<K, K>(v, &test, None, &t);
             let primary = !wide_count && (i == 0 || i == 4);
             out.push(
                 Instance::of::<Compact>(
@@ -359,6 +348,26 @@ pub(crate) struct CompactArrays {
     pub count_out: CUdeviceptr,
 }
 
+/// Queues the kernel of family `F` for `spec` over `count` items (at least one): one look-back
+/// launch, its arguments made by `args`.
+pub(crate) fn launch<F: KernelFamily<Spec = CompactModule>, A: KernelArgs>(
+    gpu: &Gpu,
+    spec: &CompactModule,
+    count: u64,
+    args: impl FnOnce(CUdeviceptr, u64, TileStatusArgs) -> A,
+) -> Result<()> {
+    let module = gpu.module::<F>(spec, &F::PARTS[0])?;
+    let num_tiles = count.div_ceil(spec.tuning.nv() as u64);
+    lookback::launch(
+        gpu,
+        &module,
+        num_tiles,
+        spec.tuning.nt,
+        spec.published(),
+        args,
+    )
+}
+
 /// Whether `count` items need 64-bit counts.
 pub(crate) fn wide(count: u64) -> bool {
     count > u32::MAX as u64
@@ -378,15 +387,8 @@ pub(crate) fn compact<K: Element, V: Element>(
     }
     spec.wide_count = wide(count);
     let module_spec = CompactModule::new::<K, V>(spec, test, None, tuning);
-    let module = gpu.module::<Compact>(&module_spec, &Compact::PARTS[0])?;
-    let num_tiles = count.div_ceil(tuning.nv() as u64);
-    lookback::launch(
-        gpu,
-        &module,
-        num_tiles,
-        tuning.nt,
-        module_spec.published(),
-        |tickets, first_ticket, status| CompactArgs {
+    launch::<Compact, _>(gpu, &module_spec, count, |tickets, first_ticket, status| {
+        CompactArgs {
             keys: arrays.keys,
             values: arrays.values,
             keys_out: arrays.keys_out,
@@ -398,8 +400,8 @@ pub(crate) fn compact<K: Element, V: Element>(
             tickets,
             first_ticket,
             status,
-        },
-    )
+        }
+    })
 }
 
 /// The non-trivial runs of `count` keys: offsets and lengths (of type `L`) of the runs longer
@@ -427,15 +429,8 @@ pub(crate) fn non_trivial_runs<K: Element, L: Element>(
         non_trivial_runs: true,
     };
     let module_spec = CompactModule::new::<K, L>(spec, &KeyTest::Runs(equal), None, tuning);
-    let module = gpu.module::<NonTrivialRuns>(&module_spec, &NonTrivialRuns::PARTS[0])?;
-    let num_tiles = count.div_ceil(tuning.nv() as u64);
-    lookback::launch(
-        gpu,
-        &module,
-        num_tiles,
-        tuning.nt,
-        module_spec.published(),
-        |tickets, first_ticket, status| NonTrivialRunsArgs {
+    launch::<NonTrivialRuns, _>(gpu, &module_spec, count, |tickets, first_ticket, status| {
+        NonTrivialRunsArgs {
             keys,
             offsets_out: offsets,
             lengths_out: lengths,
@@ -444,6 +439,6 @@ pub(crate) fn non_trivial_runs<K: Element, L: Element>(
             tickets,
             first_ticket,
             status,
-        },
-    )
+        }
+    })
 }

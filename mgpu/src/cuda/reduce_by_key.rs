@@ -3,9 +3,9 @@
 
 use super::compact::{self, compaction_family, wide, CompactArrays, CompactModule, CompactSpec};
 use super::compact::{KeyTest, Rejected};
-use super::family::{Instance, KernelFamily, TableTuning};
+use super::family::{Instance, TableTuning};
 use super::jit::ElementDesc;
-use super::lookback::{self, TileStatusArgs};
+use super::lookback::TileStatusArgs;
 use super::{ByValue, Gpu};
 use crate::error::Result;
 use crate::tuning::{Family, Tuning};
@@ -86,15 +86,8 @@ pub(crate) fn reduce_by_key<K: Element, V: Element>(
         Some(op),
         tuning,
     );
-    let module = gpu.module::<ReduceByKey>(&spec, &ReduceByKey::PARTS[0])?;
-    let num_tiles = count.div_ceil(tuning.nv() as u64);
-    lookback::launch(
-        gpu,
-        &module,
-        num_tiles,
-        tuning.nt,
-        spec.published(),
-        |tickets, first_ticket, status| ReduceByKeyArgs {
+    compact::launch::<ReduceByKey, _>(gpu, &spec, count, |tickets, first_ticket, status| {
+        ReduceByKeyArgs {
             keys: arrays.keys,
             values: arrays.values,
             use_constant: constant.is_some() as i32,
@@ -107,6 +100,6 @@ pub(crate) fn reduce_by_key<K: Element, V: Element>(
             first_ticket,
             status,
             identity: ByValue(op.identity()),
-        },
-    )
+        }
+    })
 }
