@@ -4,6 +4,7 @@
 pub(crate) mod compact;
 pub mod discover;
 pub mod jit;
+pub(crate) mod marshal;
 pub(crate) mod memory;
 pub mod occupancy;
 pub(crate) mod reduce;
