@@ -23,6 +23,7 @@
 //! backend in [`cuda`].
 
 pub mod buffer;
+mod check;
 pub mod compact;
 pub mod context;
 pub mod cpu;
@@ -44,7 +45,7 @@ pub use bytemuck;
 pub use compact::Count;
 pub use context::{Context, Event};
 pub use element::{Element, Offset};
-pub use error::{Error, Result};
+pub use error::{DriverError, Error, LengthRule, OffsetProblem, Residence, Result};
 pub use op::{Arithmetic, Bitwise, Comparator, Equality, Op, Predicate};
 pub use reduce::Total;
 pub use reduce_by_key::{ReduceByKeyAlgorithm, ReduceByKeyPlan};

@@ -10,7 +10,7 @@ use crate::compact::core::{check_runs, Place};
 use crate::compact::Count;
 use crate::context::Context;
 use crate::cuda::jit::SegItems;
-use crate::error::{invalid, Result};
+use crate::error::{Error, LengthRule, Result};
 use crate::segreduce::{seg_tuning, ItemSource, Prepared, Segments};
 use crate::source::Source;
 use crate::tuning::Tuning;
@@ -279,10 +279,18 @@ impl Context {
     ) -> Result<ReduceByKeyPlan<T, O>> {
         let n = keys.view().len();
         if n as u64 > O::HIGHEST.to_u64() {
-            return invalid(format!(
-                "reduce_by_key_plan: {n} keys do not fit offsets of type {}; use u64",
-                O::CUDA_TYPE
-            ));
+            return Err(Error::TooLarge {
+                call: "reduce_by_key_plan",
+                what: "keys",
+                len: n as u64,
+                limited_by: if std::mem::size_of::<O>() == 4 {
+                    "u32 offsets"
+                } else {
+                    "u64 offsets"
+                },
+                limit: O::HIGHEST.to_u64(),
+                hint: "use u64 offsets",
+            });
         }
         // The run starts: the positions of the keys unique_by_key keeps.
         let mut positions = self.zeros::<O>(n)?;
@@ -330,10 +338,14 @@ impl Context {
         let values = values.parts();
         values.check(self, "the values")?;
         if values.len != plan.count {
-            return invalid(format!(
-                "{name}: {} values for a plan of {} keys; they must be the same",
-                values.len, plan.count
-            ));
+            return Err(Error::LengthMismatch {
+                call: name,
+                argument: "values",
+                actual: values.len as u64,
+                expected: plan.count as u64,
+                of: "keys",
+                rule: LengthRule::Plan,
+            });
         }
         let starts = plan.starts.slice(..plan.runs);
         crate::buffer::check_place(self, &starts.at, "the plan")?;

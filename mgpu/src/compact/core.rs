@@ -8,7 +8,7 @@ use crate::buffer::{output, View, ViewMut};
 use crate::context::{Backend, Context};
 use crate::cpu::compact as reference;
 use crate::cuda::jit::{KeyTest, Rejected};
-use crate::error::{invalid, Result};
+use crate::error::{Error, LengthRule, Result};
 use crate::tuning::{self, Family};
 use crate::{Element, Equality, Op, SliceMut};
 
@@ -82,11 +82,15 @@ impl<'a, K: Element, V: Element> Job<'a, K, V> {
     }
 }
 
-pub(crate) fn too_short(name: &str, what: &str, len: usize, n: usize) -> crate::Error {
-    crate::Error::InvalidArgument(format!(
-        "{name}: {what} holds {len} elements but the input has {n}; it needs room for every \
-         input item (the count tells how many were written)"
-    ))
+pub(crate) fn too_short(name: &'static str, what: &'static str, len: usize, n: usize) -> Error {
+    Error::LengthMismatch {
+        call: name,
+        argument: what,
+        actual: len as u64,
+        expected: n as u64,
+        of: "the input",
+        rule: LengthRule::AtLeast,
+    }
 }
 
 impl<K: Element, V: Element> Job<'_, K, V> {
@@ -96,11 +100,14 @@ impl<K: Element, V: Element> Job<'_, K, V> {
         if let Some(v) = &self.values {
             if v.len() != n {
                 let (keys, values) = self.words;
-                return invalid(format!(
-                    "{}: {} {values} for {n} {keys}; they must have the same length",
-                    self.name,
-                    v.len(),
-                ));
+                return Err(Error::LengthMismatch {
+                    call: self.name,
+                    argument: values,
+                    actual: v.len() as u64,
+                    expected: n as u64,
+                    of: keys,
+                    rule: LengthRule::Equal,
+                });
             }
         }
         let outs = [
@@ -191,7 +198,7 @@ fn compact_tuning<K: Element, V: Element>(
 /// (`None`: a constant per key, run-length encoding) as many as the `n` keys, the outputs
 /// (`keys_out` unless in place, and the values' or lengths' output) room for every key.
 pub(crate) fn check_runs(
-    name: &str,
+    name: &'static str,
     n: usize,
     values: Option<usize>,
     keys_out: Option<usize>,
@@ -199,9 +206,14 @@ pub(crate) fn check_runs(
 ) -> Result<()> {
     let encoding = values.is_none();
     if let Some(len) = values.filter(|&len| len != n) {
-        return invalid(format!(
-            "{name}: {len} values for {n} keys; they must have the same length"
-        ));
+        return Err(Error::LengthMismatch {
+            call: name,
+            argument: "values",
+            actual: len as u64,
+            expected: n as u64,
+            of: "keys",
+            rule: LengthRule::Equal,
+        });
     }
     if let Some(len) = keys_out.filter(|&len| len < n) {
         let what = if encoding {

@@ -4,7 +4,7 @@
 use super::core::{output_of, Place};
 use super::Count;
 use crate::context::{Backend, Context};
-use crate::error::{invalid, Result};
+use crate::error::{Error, LengthRule, Result};
 use crate::tuning::{self, Family};
 use crate::{Arithmetic, Element, Equality, Op, Slice, SliceMut};
 
@@ -100,10 +100,14 @@ impl Context {
             ("the lengths' output", lengths.len()),
         ] {
             if len < room {
-                return invalid(format!(
-                    "{name}: {what} holds {len} elements but {n} items can have {room} runs \
-                     longer than one; it needs room for them"
-                ));
+                return Err(Error::LengthMismatch {
+                    call: name,
+                    argument: what,
+                    actual: len as u64,
+                    expected: room as u64,
+                    of: "the worst case (a run of two items per two items)",
+                    rule: LengthRule::AtLeast,
+                });
             }
         }
         let count = count.validate(self)?;

@@ -57,7 +57,7 @@ fn gpu_checks<O: Offset>(
 /// error for the first bad index, else whether some segment is empty.
 pub(crate) fn validate<O: Offset>(
     gpu: &Arc<Gpu>,
-    name: &str,
+    name: &'static str,
     segs: &Segments<'_, O>,
     data_len: usize,
     cols: Option<&View<'_, u32>>,
@@ -78,7 +78,7 @@ pub(crate) fn validate<O: Offset>(
 /// index (reading the values at fault back), else whether some segment is empty.
 fn validation_result<O: Offset>(
     gpu: &Gpu,
-    name: &str,
+    name: &'static str,
     segs: &Segments<'_, O>,
     bad: device::Bad,
     data_len: usize,
@@ -124,6 +124,7 @@ fn validation_result<O: Offset>(
             read(sources, i)?,
             next - start,
             data_len,
+            cols.is_some(),
         ));
     }
     if let (Some(i), Some(cols)) = (bad[2], cols) {
@@ -141,7 +142,7 @@ fn validation_result<O: Offset>(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn segreduce<T: Element, O: Offset>(
     gpu: &Arc<Gpu>,
-    name: &str,
+    name: &'static str,
     segs: &Segments<'_, O>,
     items: &ItemSource<'_, T>,
     out: &ViewMut<'_, T>,

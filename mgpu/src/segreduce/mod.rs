@@ -10,8 +10,10 @@
 //! Offsets are `u32` or `u64` ([`Offset`]); `u64` offsets take inputs past 2^32 values. They are
 //! checked before anything is written: `offsets[0] == 0`, non-decreasing (increasing unless
 //! `support_empty`), at most `count` (less unless `support_empty`); sources and column indices
-//! must lie in range. A violation is an [`Error::InvalidArgument`](crate::Error) that names the
-//! first bad index; nothing is written. On the GPU the check is one kernel and one small read-back.
+//! must lie in range. A violation is an [`Error::InvalidOffset`],
+//! [`Error::SourceOutOfRange`] or
+//! [`Error::IndexOutOfRange`] that names the first bad index;
+//! nothing is written. On the GPU the check is one kernel and one small read-back.
 //! A plan ([`SegPlan`], [`SpmvPlan`]) checks and partitions a geometry once, for many values.
 //!
 //! On the GPU, segments that span tiles are joined through the decoupled look-back in the order
@@ -38,7 +40,7 @@ use crate::buffer::{input, output, View, ViewMut};
 use crate::context::{Backend, Context};
 use crate::cpu::segreduce::HostItems;
 use crate::cuda::jit::SegItems;
-use crate::error::{invalid, Result};
+use crate::error::{Error, LengthRule, Result};
 use crate::source::{Source, SourceParts};
 use crate::tuning::{self, Family, Tuning, MAX_TILE_BYTES};
 use crate::{Element, Op, Slice, SliceMut};
@@ -157,7 +159,7 @@ impl Context {
     /// allowed.
     pub(crate) fn segreduce_run<T: Element, O: Offset>(
         &self,
-        name: &str,
+        name: &'static str,
         mut segs: Segments<'_, O>,
         items: ItemSource<'_, T>,
         mut out: ViewMut<'_, T>,
@@ -166,25 +168,28 @@ impl Context {
     ) -> Result<()> {
         let num_segments = segs.offsets.len();
         if out.len() != num_segments {
-            return invalid(format!(
-                "{name}: the output holds {} elements for {num_segments} segments; it needs one \
-                 per segment",
-                out.len()
-            ));
+            return Err(Error::LengthMismatch {
+                call: name,
+                argument: "the output",
+                actual: out.len() as u64,
+                expected: num_segments as u64,
+                of: "segments",
+                rule: LengthRule::OnePerSegment,
+            });
         }
         if num_segments == 0 && segs.count > 0 {
-            return invalid(format!(
-                "{name}: no segments (empty offsets) for {} positions; offsets must hold at least \
-                 the first segment's start, 0",
-                segs.count
-            ));
+            return Err(validate::no_segments(name, segs.count));
         }
         if let Some(sources) = &segs.sources {
             if sources.len() != num_segments {
-                return invalid(format!(
-                    "{name}: {} sources for {num_segments} segments; they must have the same length",
-                    sources.len()
-                ));
+                return Err(Error::LengthMismatch {
+                    call: name,
+                    argument: "sources",
+                    actual: sources.len() as u64,
+                    expected: num_segments as u64,
+                    of: "segments",
+                    rule: LengthRule::Equal,
+                });
             }
         }
         let tuning = match plan {

@@ -6,7 +6,7 @@ use crate::buffer::{input, output, View};
 use crate::context::{Backend, Context};
 use crate::cuda::jit::SegItems;
 use crate::cuda::memory::DeviceMem;
-use crate::error::{invalid, Result};
+use crate::error::{Error, LengthRule, Result};
 use crate::source::Source;
 use crate::tuning::Tuning;
 use crate::{Element, Op, Slice, SliceMut};
@@ -102,7 +102,7 @@ impl Context {
 
     pub(super) fn plan<'a, T: Element, O: Offset>(
         &self,
-        name: &str,
+        name: &'static str,
         offsets: &'a impl Slice<O>,
         count: usize,
         support_empty: bool,
@@ -115,10 +115,7 @@ impl Context {
             support_empty,
         };
         if segs.offsets.is_empty() && count > 0 {
-            return invalid(format!(
-                "{name}: no segments (empty offsets) for {count} positions; offsets must hold at \
-                 least the first segment's start, 0"
-            ));
+            return Err(super::validate::no_segments(name, count));
         }
         let kind = if spmv.is_some() {
             SegItems::SpmvBinary
@@ -172,10 +169,14 @@ impl Context {
         let values = values.parts();
         values.check(self, "the values")?;
         if values.len != plan.count {
-            return invalid(format!(
-                "{name}: {} values for a plan of {} positions; they must be the same",
-                values.len, plan.count
-            ));
+            return Err(Error::LengthMismatch {
+                call: name,
+                argument: "values",
+                actual: values.len as u64,
+                expected: plan.count as u64,
+                of: "positions",
+                rule: LengthRule::Plan,
+            });
         }
         check_plan_context(self, name, &plan.offsets, plan.kind, SegItems::Values)?;
         let segs = Segments {
@@ -199,26 +200,26 @@ impl Context {
 /// A plan is used on the backend (and GPU) it was made on, for the kind of items it was made for.
 pub(crate) fn check_plan_context<O: Offset>(
     ctx: &Context,
-    name: &str,
+    name: &'static str,
     offsets: &View<'_, O>,
     plan_kind: SegItems,
     kind: SegItems,
 ) -> Result<()> {
     crate::buffer::check_place(ctx, &offsets.at, "the plan")?;
     if plan_kind != kind {
-        return invalid(format!(
-            "{name}: the plan was made for {}; make it with {}",
-            if plan_kind == SegItems::Values {
+        return Err(Error::PlanMismatch {
+            call: name,
+            made_for: if plan_kind == SegItems::Values {
                 "segreduce_apply"
             } else {
                 "SpMV"
             },
-            if kind == SegItems::Values {
+            make_with: if kind == SegItems::Values {
                 "segreduce_plan"
             } else {
                 "spmv_plan"
             },
-        ));
+        });
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use super::{check_plan_context, ItemSource, Offset, SegPlan, Segments};
 use crate::buffer::{input, output, View};
 use crate::context::Context;
 use crate::cuda::jit::SegItems;
-use crate::error::{invalid, Result};
+use crate::error::{Error, LengthRule, Result};
 use crate::{Element, Op, Slice, SliceMut};
 
 /// A sparse matrix's geometry and columns checked and partitioned once, for many products with
@@ -174,7 +174,7 @@ impl Context {
     #[allow(clippy::too_many_arguments)]
     fn spmv<T: Element, O: Offset>(
         &self,
-        name: &str,
+        name: &'static str,
         matrix: Option<View<'_, T>>,
         cols: &impl Slice<u32>,
         offsets: &impl Slice<O>,
@@ -188,12 +188,14 @@ impl Context {
         let cols = input(self, cols, "the column indices")?;
         if let Some(m) = &matrix {
             if m.len() != cols.len() {
-                return invalid(format!(
-                    "{name}: {} matrix values for {} column indices; they must have the same \
-                     length (one per nonzero)",
-                    m.len(),
-                    cols.len()
-                ));
+                return Err(Error::LengthMismatch {
+                    call: name,
+                    argument: "matrix values",
+                    actual: m.len() as u64,
+                    expected: cols.len() as u64,
+                    of: "column indices",
+                    rule: LengthRule::Equal,
+                });
             }
         }
         let segs = Segments {
@@ -252,11 +254,14 @@ impl Context {
     ) -> Result<()> {
         let matrix = input(self, matrix, "the matrix values")?;
         if matrix.len() != plan.cols.len() {
-            return invalid(format!(
-                "spmv_apply: {} matrix values for a plan of {} nonzeros; they must be the same",
-                matrix.len(),
-                plan.cols.len()
-            ));
+            return Err(Error::LengthMismatch {
+                call: "spmv_apply",
+                argument: "matrix values",
+                actual: matrix.len() as u64,
+                expected: plan.cols.len() as u64,
+                of: "nonzeros",
+                rule: LengthRule::Plan,
+            });
         }
         self.spmv_apply_any("spmv_apply", plan, Some(matrix), x, y, Some(mul), add)
     }
@@ -275,7 +280,7 @@ impl Context {
     #[allow(clippy::too_many_arguments)]
     fn spmv_apply_any<T: Element, O: Offset>(
         &self,
-        name: &str,
+        name: &'static str,
         plan: &SpmvPlan<'_, T, O>,
         matrix: Option<View<'_, T>>,
         x: &impl Slice<T>,
@@ -285,12 +290,14 @@ impl Context {
     ) -> Result<()> {
         let x = input(self, x, "the vector")?;
         if x.len() != plan.x_len {
-            return invalid(format!(
-                "{name}: the vector holds {} elements but the plan's columns were checked against \
-                 {}; they must be the same",
-                x.len(),
-                plan.x_len
-            ));
+            return Err(Error::LengthMismatch {
+                call: name,
+                argument: "the vector",
+                actual: x.len() as u64,
+                expected: plan.x_len as u64,
+                of: "columns",
+                rule: LengthRule::Plan,
+            });
         }
         check_plan_context(
             self,

@@ -6,70 +6,93 @@ use super::{host, Offset, Segments};
 use crate::buffer::View;
 use crate::context::{Backend, Context};
 use crate::cpu::segreduce as reference;
-use crate::error::{invalid, Result};
+use crate::error::{Error, OffsetProblem, Result};
 use crate::tuning::Tuning;
 
 /// The kernel names segments in the offsets' type, ~0 meaning none.
-pub(crate) fn check_offset_type<O: Offset>(name: &str, segs: &Segments<'_, O>) -> Result<()> {
+pub(crate) fn check_offset_type<O: Offset>(
+    name: &'static str,
+    segs: &Segments<'_, O>,
+) -> Result<()> {
     if std::mem::size_of::<O>() == 4 && segs.offsets.len() as u64 >= u32::MAX as u64 {
-        return invalid(format!(
-            "{name}: {} segments with u32 offsets; at most 2^32 - 2 are supported: use u64 \
-             offsets",
-            segs.offsets.len()
-        ));
+        return Err(Error::TooLarge {
+            call: name,
+            what: "segments",
+            len: segs.offsets.len() as u64,
+            limited_by: "u32 offsets",
+            limit: u32::MAX as u64 - 1,
+            hint: "use u64 offsets",
+        });
     }
     Ok(())
 }
 
+/// No offsets for `count > 0` positions.
+pub(crate) fn no_segments(name: &'static str, count: usize) -> Error {
+    Error::InvalidOffset {
+        call: name,
+        index: 0,
+        value: 0,
+        previous: None,
+        count: count as u64,
+        problem: OffsetProblem::Missing,
+    }
+}
+
 /// What is wrong with `offsets[i]`, given it and the offset before it.
 pub(crate) fn offset_error(
-    name: &str,
+    name: &'static str,
     i: usize,
-    prev: Option<u64>,
-    s: u64,
+    previous: Option<u64>,
+    value: u64,
     count: u64,
     strict: bool,
-) -> crate::Error {
-    let empty_hint = "; pass support_empty = true to allow empty segments";
-    let what = match prev {
-        None if s != 0 => format!("offsets[0] = {s}, but the first segment must start at 0"),
-        Some(p) if s < p => format!(
-            "offsets[{i}] = {s} is less than offsets[{}] = {p}: offsets must be non-decreasing",
-            i - 1
-        ),
-        Some(p) if strict && s == p => format!(
-            "offsets[{i}] = {s} equals offsets[{}]: segment {} is empty{empty_hint}",
-            i - 1,
-            i - 1
-        ),
-        _ if s > count => {
-            format!("offsets[{i}] = {s} is past the end of the input ({count} positions)")
-        }
-        _ => format!(
-            "offsets[{i}] = {s} is the end of the input ({count} positions): segment {i} is \
-             empty{empty_hint}"
-        ),
+) -> Error {
+    let problem = match previous {
+        None if value != 0 => OffsetProblem::FirstNotZero,
+        Some(p) if value < p => OffsetProblem::Decreasing,
+        Some(p) if strict && value == p => OffsetProblem::EmptySegment,
+        _ if value > count => OffsetProblem::PastEnd,
+        _ => OffsetProblem::EmptyAtEnd,
     };
-    crate::Error::InvalidArgument(format!("{name}: {what}"))
+    Error::InvalidOffset {
+        call: name,
+        index: i as u64,
+        value,
+        previous,
+        count,
+        problem,
+    }
 }
 
+/// Segment `i` reads past the end of its data: the values, or SpMV's nonzeros.
 pub(crate) fn source_error(
-    name: &str,
+    name: &'static str,
     i: usize,
     source: u64,
-    len: u64,
+    length: u64,
     data_len: usize,
-) -> crate::Error {
-    crate::Error::InvalidArgument(format!(
-        "{name}: sources[{i}] = {source} with segment {i}'s length {len} reads past the end of \
-         the values ({data_len} elements)"
-    ))
+    spmv: bool,
+) -> Error {
+    Error::SourceOutOfRange {
+        call: name,
+        index: i as u64,
+        start: source,
+        length,
+        data: if spmv { "nonzeros" } else { "values" },
+        bound: data_len as u64,
+    }
 }
 
-pub(crate) fn column_error(name: &str, i: usize, col: u32, x_len: usize) -> crate::Error {
-    crate::Error::InvalidArgument(format!(
-        "{name}: cols[{i}] = {col} is not less than the vector's length {x_len}"
-    ))
+pub(crate) fn column_error(name: &'static str, i: usize, col: u32, x_len: usize) -> Error {
+    Error::IndexOutOfRange {
+        call: name,
+        argument: "cols",
+        index: i as u64,
+        value: col as u64,
+        what: "the vector",
+        bound: x_len as u64,
+    }
 }
 
 impl Context {
@@ -78,7 +101,7 @@ impl Context {
     /// nonzeros); `cols`: column indices to check against a vector of `x_len`.
     pub(crate) fn check_segments<O: Offset>(
         &self,
-        name: &str,
+        name: &'static str,
         segs: &Segments<'_, O>,
         data_len: usize,
         cols: Option<&View<'_, u32>>,
@@ -103,7 +126,7 @@ impl Context {
                         data_len as u64,
                     );
                     if let Some((i, s, len)) = bad {
-                        return Err(source_error(name, i, s, len, data_len));
+                        return Err(source_error(name, i, s, len, data_len, cols.is_some()));
                     }
                 }
                 if let Some(cols) = cols {
