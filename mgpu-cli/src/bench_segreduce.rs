@@ -15,7 +15,7 @@ use crate::bench::{report_first_use, time};
 use crate::bench_compact::rand_bits;
 use crate::output::{self, Record};
 use crate::peers::Peer;
-use mgpu::{Arithmetic, Context, Element, Op};
+use mgpu::{Arithmetic, Buffer, Context, Element, Op};
 use std::time::Instant;
 
 /// The harness's streams (peers/cub_bench.cu): reduce-by-key's values, segment and row lengths,
@@ -498,6 +498,11 @@ impl Line {
     }
 }
 
+/// The offsets, with empty segments allowed where the input has them.
+fn csr(offsets: &Buffer<u32>, support_empty: bool) -> mgpu::Csr<'_, u32> {
+    mgpu::Csr::new(offsets).with_empty(support_empty)
+}
+
 fn err(e: mgpu::Error) -> String {
     e.to_string()
 }
@@ -609,7 +614,7 @@ fn bench_segreduce<T: SegValue>(
 
         let (t, before) = (Instant::now(), mgpu::cuda::jit::stats());
         let oneshot = time(ctx, reps, || {
-            ctx.segreduce_csr(&values, &offsets, support_empty, &mut out, &op)
+            ctx.segreduce_csr(&values, csr(&offsets, support_empty), &mut out, &op)
         })?;
         if first && d == 0 {
             report_first_use("segreduce", ty, t, before);
@@ -621,11 +626,11 @@ fn bench_segreduce<T: SegValue>(
             &bytes,
         )?;
         let plan_ms = time(ctx, reps, || {
-            ctx.segreduce_plan::<T, u32>(&offsets, n, support_empty)
+            ctx.segreduce_plan::<T, u32>(csr(&offsets, support_empty), n)
                 .map(drop)
         })?;
         let plan = ctx
-            .segreduce_plan::<T, u32>(&offsets, n, support_empty)
+            .segreduce_plan::<T, u32>(csr(&offsets, support_empty), n)
             .map_err(err)?;
         out = ctx.zeros::<T>(segs).map_err(err)?;
         let apply = time(ctx, reps, || {
@@ -751,10 +756,9 @@ fn bench_spmv<T: SpmvValue>(
             ctx.spmv_csr(
                 &values,
                 &cols,
-                &offsets,
+                csr(&offsets, support_empty),
                 &x,
                 &mut y,
-                support_empty,
                 &mul,
                 &add,
             )
@@ -770,11 +774,11 @@ fn bench_spmv<T: SpmvValue>(
             &host_x,
         )?;
         let plan_ms = time(ctx, reps, || {
-            ctx.spmv_plan::<T, u32>(&cols, &offsets, m.ncols, support_empty)
+            ctx.spmv_plan::<T, u32>(&cols, csr(&offsets, support_empty), m.ncols)
                 .map(drop)
         })?;
         let plan = ctx
-            .spmv_plan::<T, u32>(&cols, &offsets, m.ncols, support_empty)
+            .spmv_plan::<T, u32>(&cols, csr(&offsets, support_empty), m.ncols)
             .map_err(err)?;
         y = ctx.zeros::<T>(rows).map_err(err)?;
         let apply = time(ctx, reps, || {

@@ -11,7 +11,7 @@
 //! let ctx = Context::cpu();
 //! let (input, mut out) = (ctx.upload(&[1, 2, 3])?, ctx.zeros::<i32>(2)?);
 //! match ctx.copy(&input, &mut out) {
-//!     Err(Error::LengthMismatch { argument, actual: 2, expected: 3, rule: LengthRule::Equal, .. }) => {
+//!     Err(Error::LengthMismatch { argument, actual: 2, expected: 3, rule: LengthRule::AtLeast, .. }) => {
 //!         assert_eq!(argument, "the destination")
 //!     }
 //!     other => panic!("{other:?}"),
@@ -155,6 +155,35 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl Error {
+    /// Whether the caller's input was at fault (a length, offset, index, range, backend, size or
+    /// plan that does not fit, or another invalid argument), as opposed to the machine (no GPU or
+    /// NVRTC, a driver or file error) or a CUDA expression that does not compile. Nothing was
+    /// written, and the same call with corrected arguments can succeed.
+    ///
+    /// ```
+    /// use mgpu::Context;
+    /// let ctx = Context::cpu();
+    /// let data = ctx.upload(&[1, 2, 3])?;
+    /// assert!(data.try_slice(2..5).unwrap_err().is_invalid_input());
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            Error::LengthMismatch { .. }
+                | Error::InvalidOffset { .. }
+                | Error::SourceOutOfRange { .. }
+                | Error::IndexOutOfRange { .. }
+                | Error::RangeOutOfBounds { .. }
+                | Error::BackendMismatch { .. }
+                | Error::TooLarge { .. }
+                | Error::PlanMismatch { .. }
+                | Error::InvalidArgument(_)
+        )
+    }
 }
 
 /// How a [`LengthMismatch`](Error::LengthMismatch)'s argument must relate to `expected`.
@@ -302,7 +331,7 @@ fn offset_message(
     count: u64,
     problem: OffsetProblem,
 ) -> String {
-    let empty_hint = "; pass support_empty = true to allow empty segments";
+    let empty_hint = "; give the offsets as Csr::allow_empty to allow empty segments";
     let p = previous.unwrap_or(0);
     let what = match problem {
         OffsetProblem::Missing => format!(

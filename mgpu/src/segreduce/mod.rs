@@ -8,8 +8,9 @@
 //! speed does not depend on how segment lengths are distributed.
 //!
 //! Offsets are `u32` or `u64` ([`Offset`]); `u64` offsets take inputs past 2^32 values. They are
-//! checked before anything is written: `offsets[0] == 0`, non-decreasing (increasing unless
-//! `support_empty`), at most `count` (less unless `support_empty`); sources and column indices
+//! given as a [`Csr`], which says whether segments may be empty, and checked before anything is
+//! written: `offsets[0] == 0`, non-decreasing (increasing unless empty segments are allowed), at
+//! most `count` (less unless empty segments are allowed); sources and column indices
 //! must lie in range. A violation is an [`Error::InvalidOffset`],
 //! [`Error::SourceOutOfRange`] or
 //! [`Error::IndexOutOfRange`] that names the first bad index;
@@ -107,6 +108,65 @@ pub(crate) struct Segments<'a, O: Offset> {
     pub support_empty: bool,
 }
 
+/// CSR segment offsets, and whether their segments may be empty: what the segmented reductions,
+/// SpMV and their plans take. Segment `i` starts at `offsets[i]` and ends where the next one
+/// starts (the last one at the number of positions the call covers). [`Csr::new`]: every segment
+/// must hold a position (offsets increasing, the last one below the count), the faster kernels'
+/// case; [`Csr::allow_empty`]: segments may be empty (offsets non-decreasing, at most the count)
+/// and reduce to the identity. Either way the offsets are checked before anything is written.
+///
+/// ```
+/// use mgpu::{Context, Csr};
+/// let ctx = Context::cpu();
+/// let offsets = ctx.upload(&[0u32, 2, 2, 5])?;
+/// let csr = Csr::new(&offsets);
+/// assert!(!csr.allows_empty() && csr.with_empty(true).allows_empty());
+/// assert_eq!(Csr::allow_empty(&offsets).num_segments(), 4);
+/// # Ok::<(), mgpu::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Csr<'a, O: Offset> {
+    view: View<'a, O>,
+    pub(crate) allow_empty: bool,
+}
+
+impl<'a, O: Offset> Csr<'a, O> {
+    /// Offsets whose segments must all be non-empty.
+    pub fn new(offsets: &'a impl Slice<O>) -> Self {
+        Csr {
+            view: offsets.view(),
+            allow_empty: false,
+        }
+    }
+    /// Offsets whose segments may be empty (reduced to the identity).
+    pub fn allow_empty(offsets: &'a impl Slice<O>) -> Self {
+        Csr {
+            view: offsets.view(),
+            allow_empty: true,
+        }
+    }
+    /// The same offsets, with empty segments allowed or not.
+    pub fn with_empty(self, allow: bool) -> Self {
+        Csr {
+            allow_empty: allow,
+            ..self
+        }
+    }
+    /// Whether segments may be empty.
+    pub fn allows_empty(&self) -> bool {
+        self.allow_empty
+    }
+    /// The number of segments (of offsets).
+    pub fn num_segments(&self) -> usize {
+        self.view.len()
+    }
+    /// The offsets, checked to live on the context's backend.
+    pub(crate) fn offsets(&self, ctx: &Context) -> Result<View<'a, O>> {
+        crate::buffer::check_place(ctx, &self.view.at, "the offsets")?;
+        Ok(self.view)
+    }
+}
+
 pub(crate) fn host<'a, X: Element>(v: &View<'a, X>) -> &'a [X] {
     v.at.host().expect("checked to be on the CPU")
 }
@@ -198,7 +258,7 @@ impl Context {
         };
         // A strict one-shot on the GPU queues its validation before the reduction, whose kernels
         // honour it, and reads it back at the end: one wait for the GPU, not two. With
-        // `support_empty` the validation runs first: it chooses the kernel for non-empty
+        // empty segments allowed the validation runs first: it chooses the kernel for non-empty
         // segments when there is no empty one.
         let deferred = plan.is_none() && !segs.support_empty && self.gpu().is_some();
         if plan.is_none() && !deferred {
@@ -223,30 +283,29 @@ impl Context {
         }
     }
 
-    /// Reduces each segment of `values` given by CSR `offsets` (segment `i` covers
+    /// Reduces each segment of `values` given by CSR offsets (segment `i` covers
     /// `offsets[i]..offsets[i + 1]`, the last one up to `values.len()`) with `op`, one result per
-    /// segment to `out` (`out.len() == offsets.len()`): Modern GPU's SegReduceCsr. Without
-    /// `support_empty` every segment must be non-empty; with it, empty segments get the identity.
-    /// `values` may be a buffer, a view, a mapped input or a counting sequence.
+    /// segment to `out` (`out.len()` = the number of segments): Modern GPU's SegReduceCsr. With
+    /// [`Csr::new`] every segment must be non-empty; with [`Csr::allow_empty`], empty segments
+    /// get the identity. `values` may be a buffer, a view, a mapped input or a counting sequence.
     ///
     /// ```
-    /// use mgpu::{Context, Op};
+    /// use mgpu::{Context, Csr, Op};
     /// let ctx = Context::cpu();
     /// let values = ctx.upload(&[1, 2, 3, 4, 5, 6])?;
     /// let offsets = ctx.upload(&[0u32, 1, 1, 4])?;
     /// let mut out = ctx.zeros::<i32>(4)?;
-    /// ctx.segreduce_csr(&values, &offsets, true, &mut out, &Op::plus())?;
+    /// ctx.segreduce_csr(&values, Csr::allow_empty(&offsets), &mut out, &Op::plus())?;
     /// assert_eq!(out.to_vec()?, vec![1, 0, 9, 11]);
-    /// // Without support_empty, segment 1 is an error that names it.
-    /// let err = ctx.segreduce_csr(&values, &offsets, false, &mut out, &Op::plus()).unwrap_err();
+    /// // Where segments must not be empty, segment 1 is an error that names it.
+    /// let err = ctx.segreduce_csr(&values, Csr::new(&offsets), &mut out, &Op::plus()).unwrap_err();
     /// assert!(err.to_string().contains("offsets[2] = 1 equals offsets[1]"));
     /// # Ok::<(), mgpu::Error>(())
     /// ```
     pub fn segreduce_csr<T: Element, O: Offset>(
         &self,
         values: &impl Source<T>,
-        offsets: &impl Slice<O>,
-        support_empty: bool,
+        csr: Csr<'_, O>,
         out: &mut impl SliceMut<T>,
         op: &Op<T>,
     ) -> Result<()> {
@@ -254,36 +313,43 @@ impl Context {
         let values = values.parts();
         values.check(self, "the values")?;
         let segs = Segments {
-            offsets: input(self, offsets, "the offsets")?,
+            offsets: csr.offsets(self)?,
             sources: None,
             count: values.len,
-            support_empty,
+            support_empty: csr.allow_empty,
         };
         let out = output(self, out, "the output")?;
         self.segreduce_run(name, segs, ItemSource::Values(values), out, op, None)
     }
 
-    /// Like [`segreduce_csr`](Context::segreduce_csr), but segment `i`'s values start at
-    /// `values[sources[i]]` (its length is still `offsets[i + 1] - offsets[i]`, the last one up to
-    /// `values.len()`): Modern GPU's IndirectReduceCsr.
+    /// Like [`segreduce_csr`](Context::segreduce_csr), but the segments cover `count` positions
+    /// (the last one up to `count`) and segment `i`'s values start at `values[sources[i]]` (its
+    /// length is still `offsets[i + 1] - offsets[i]`): Modern GPU's IndirectReduceCsr. Each
+    /// segment's values, `sources[i]` on for its length, must lie within `values`; segments may
+    /// overlap, so `count` may exceed `values.len()` (sliding windows) or fall short of it.
     ///
     /// ```
-    /// use mgpu::{Context, Op};
+    /// use mgpu::{Context, Csr, Op};
     /// let ctx = Context::cpu();
     /// let values = ctx.upload(&[1, 2, 3, 4, 5, 6])?;
-    /// let offsets = ctx.upload(&[0u32, 2, 3])?; // lengths 2, 1, 3
+    /// let offsets = ctx.upload(&[0u32, 2, 3])?; // lengths 2, 1, 3 (6 positions)
     /// let sources = ctx.upload(&[4u32, 0, 1])?;
     /// let mut out = ctx.zeros::<i32>(3)?;
-    /// ctx.segreduce_csr_indirect(&values, &offsets, &sources, false, &mut out, &Op::plus())?;
+    /// ctx.segreduce_csr_indirect(&values, Csr::new(&offsets), &sources, 6, &mut out, &Op::plus())?;
     /// assert_eq!(out.to_vec()?, vec![5 + 6, 1, 2 + 3 + 4]);
+    /// // Sums of every window of 3 values: 4 windows over 12 positions, no padding.
+    /// let (starts, windows) = (ctx.upload(&[0u32, 3, 6, 9])?, ctx.upload(&[0u32, 1, 2, 3])?);
+    /// let mut sums = ctx.zeros::<i32>(4)?;
+    /// ctx.segreduce_csr_indirect(&values, Csr::new(&starts), &windows, 12, &mut sums, &Op::plus())?;
+    /// assert_eq!(sums.to_vec()?, vec![6, 9, 12, 15]);
     /// # Ok::<(), mgpu::Error>(())
     /// ```
     pub fn segreduce_csr_indirect<T: Element, O: Offset>(
         &self,
         values: &impl Source<T>,
-        offsets: &impl Slice<O>,
+        csr: Csr<'_, O>,
         sources: &impl Slice<O>,
-        support_empty: bool,
+        count: usize,
         out: &mut impl SliceMut<T>,
         op: &Op<T>,
     ) -> Result<()> {
@@ -291,10 +357,10 @@ impl Context {
         let values = values.parts();
         values.check(self, "the values")?;
         let segs = Segments {
-            offsets: input(self, offsets, "the offsets")?,
+            offsets: csr.offsets(self)?,
             sources: Some(input(self, sources, "the sources")?),
-            count: values.len,
-            support_empty,
+            count,
+            support_empty: csr.allow_empty,
         };
         let out = output(self, out, "the output")?;
         self.segreduce_run(name, segs, ItemSource::Values(values), out, op, None)

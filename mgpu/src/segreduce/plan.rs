@@ -1,15 +1,15 @@
 //! Preprocessed segmented reduction: a geometry checked and partitioned once ([`SegPlan`]), then
 //! applied to many value arrays.
 
-use super::{seg_tuning, ItemSource, Offset, Segments};
-use crate::buffer::{input, output, View};
+use super::{seg_tuning, Csr, ItemSource, Offset, Segments};
+use crate::buffer::{output, View};
 use crate::context::{Backend, Context};
 use crate::cuda::jit::SegItems;
 use crate::cuda::memory::DeviceMem;
 use crate::error::{Error, LengthRule, Result};
 use crate::source::Source;
 use crate::tuning::Tuning;
-use crate::{Element, Op, Slice, SliceMut};
+use crate::{Element, Op, SliceMut};
 use std::marker::PhantomData;
 
 /// What a plan keeps on the GPU (nothing on the CPU or without positions): the tile limits and,
@@ -33,10 +33,10 @@ pub(crate) struct Prepared {
 /// apply completes the segments that cross tiles without a scan); an apply does not wait.
 ///
 /// ```
-/// use mgpu::{Context, Op};
+/// use mgpu::{Context, Csr, Op};
 /// let ctx = Context::cpu();
 /// let offsets = ctx.upload(&[0u32, 2, 5])?;
-/// let plan = ctx.segreduce_plan::<i32, u32>(&offsets, 6, false)?;
+/// let plan = ctx.segreduce_plan::<i32, u32>(Csr::new(&offsets), 6)?;
 /// let mut sums = ctx.zeros::<i32>(3)?;
 /// for values in [[1, 2, 3, 4, 5, 6], [6, 5, 4, 3, 2, 1]] {
 ///     let values = ctx.upload(&values)?;
@@ -82,37 +82,29 @@ impl<T: Element, O: Offset> std::fmt::Debug for SegPlan<'_, T, O> {
 }
 
 impl Context {
-    /// Checks and partitions the geometry of `offsets` over `count` values once, for
+    /// Checks and partitions the geometry of `csr` over `count` values once, for
     /// [`segreduce_apply`](Context::segreduce_apply) on many value arrays of `T`: Modern GPU's
     /// SegReduceCsrPreprocess. See [`SegPlan`].
     pub fn segreduce_plan<'a, T: Element, O: Offset>(
         &self,
-        offsets: &'a impl Slice<O>,
+        csr: Csr<'a, O>,
         count: usize,
-        support_empty: bool,
     ) -> Result<SegPlan<'a, T, O>> {
-        self.plan(
-            "segreduce_plan",
-            offsets,
-            count,
-            support_empty,
-            None::<(&View<'_, u32>, usize)>,
-        )
+        self.plan("segreduce_plan", csr, count, None)
     }
 
     pub(super) fn plan<'a, T: Element, O: Offset>(
         &self,
         name: &'static str,
-        offsets: &'a impl Slice<O>,
+        csr: Csr<'a, O>,
         count: usize,
-        support_empty: bool,
         spmv: Option<(&View<'a, u32>, usize)>,
     ) -> Result<SegPlan<'a, T, O>> {
         let segs = Segments {
-            offsets: input(self, offsets, "the offsets")?,
+            offsets: csr.offsets(self)?,
             sources: None,
             count,
-            support_empty,
+            support_empty: csr.allow_empty,
         };
         if segs.offsets.is_empty() && count > 0 {
             return Err(super::validate::no_segments(name, count));

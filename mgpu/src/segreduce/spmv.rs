@@ -1,7 +1,7 @@
 //! Sparse matrix * vector over CSR rows (Modern GPU's SpmvCsr and its preprocess / apply forms):
 //! a segmented reduction whose items are products gathered from the vector.
 
-use super::{check_plan_context, ItemSource, Offset, SegPlan, Segments};
+use super::{check_plan_context, Csr, ItemSource, Offset, SegPlan, Segments};
 use crate::buffer::{input, output, View};
 use crate::context::Context;
 use crate::cuda::jit::SegItems;
@@ -13,12 +13,12 @@ use crate::{Element, Op, Slice, SliceMut};
 /// borrows the offsets and the column indices.
 ///
 /// ```
-/// use mgpu::{Context, Op};
+/// use mgpu::{Context, Csr, Op};
 /// let ctx = Context::cpu();
 /// // [[1, 0, 2], [0, 3, 0]]
 /// let (offsets, cols, matrix) =
 ///     (ctx.upload(&[0u32, 2])?, ctx.upload(&[0u32, 2, 1])?, ctx.upload(&[1.0f32, 2.0, 3.0])?);
-/// let plan = ctx.spmv_plan::<f32, u32>(&cols, &offsets, 3, false)?;
+/// let plan = ctx.spmv_plan::<f32, u32>(&cols, Csr::new(&offsets), 3)?;
 /// let x = ctx.upload(&[1.0f32, 10.0, 100.0])?;
 /// let mut y = ctx.zeros::<f32>(2)?;
 /// ctx.spmv_apply(&plan, &matrix, &x, &mut y, &Op::multiplies(), &Op::plus())?;
@@ -47,12 +47,12 @@ impl<T: Element, O: Offset> std::fmt::Debug for SpmvPlan<'_, T, O> {
 
 impl Context {
     /// Sparse matrix * vector, CSR: `y[i] = add-reduction over the nonzeros k of row i of
-    /// mul(matrix[k], x[cols[k]])` (rows from `offsets`, the last one up to `cols.len()`; empty rows
-    /// get `add`'s identity when `support_empty`): Modern GPU's SpmvCsrBinary. `matrix` and `cols`
-    /// have one element per nonzero, `y` one per row.
+    /// mul(matrix[k], x[cols[k]])` (rows from the offsets, the last one up to `cols.len()`; empty
+    /// rows, where [`Csr::allow_empty`] allows them, get `add`'s identity): Modern GPU's
+    /// SpmvCsrBinary. `matrix` and `cols` have one element per nonzero, `y` one per row.
     ///
     /// ```
-    /// use mgpu::{Context, Op};
+    /// use mgpu::{Context, Csr, Op};
     /// let ctx = Context::cpu();
     /// // [[1, 0, 2], [0, 0, 0], [0, 3, 0]]
     /// let offsets = ctx.upload(&[0u32, 2, 2])?;
@@ -60,7 +60,8 @@ impl Context {
     /// let matrix = ctx.upload(&[1.0f64, 2.0, 3.0])?;
     /// let x = ctx.upload(&[1.0f64, 10.0, 100.0])?;
     /// let mut y = ctx.zeros::<f64>(3)?;
-    /// ctx.spmv_csr(&matrix, &cols, &offsets, &x, &mut y, true, &Op::multiplies(), &Op::plus())?;
+    /// let rows = Csr::allow_empty(&offsets);
+    /// ctx.spmv_csr(&matrix, &cols, rows, &x, &mut y, &Op::multiplies(), &Op::plus())?;
     /// assert_eq!(y.to_vec()?, vec![201.0, 0.0, 30.0]);
     /// # Ok::<(), mgpu::Error>(())
     /// ```
@@ -69,22 +70,23 @@ impl Context {
         &self,
         matrix: &impl Slice<T>,
         cols: &impl Slice<u32>,
-        offsets: &impl Slice<O>,
+        rows: Csr<'_, O>,
         x: &impl Slice<T>,
         y: &mut impl SliceMut<T>,
-        support_empty: bool,
         mul: &Op<T>,
         add: &Op<T>,
     ) -> Result<()> {
+        let cols = input(self, cols, "the column indices")?;
+        let count = cols.len();
         self.spmv(
             "spmv_csr",
             Some(input(self, matrix, "the matrix values")?),
             cols,
-            offsets,
+            rows,
             None,
+            count,
             x,
             y,
-            support_empty,
             Some(mul),
             add,
         )
@@ -95,97 +97,114 @@ impl Context {
     pub fn spmv_csr_unary<T: Element, O: Offset>(
         &self,
         cols: &impl Slice<u32>,
-        offsets: &impl Slice<O>,
+        rows: Csr<'_, O>,
         x: &impl Slice<T>,
         y: &mut impl SliceMut<T>,
-        support_empty: bool,
         add: &Op<T>,
     ) -> Result<()> {
+        let cols = input(self, cols, "the column indices")?;
+        let count = cols.len();
         self.spmv(
             "spmv_csr_unary",
             None,
             cols,
-            offsets,
+            rows,
             None,
+            count,
             x,
             y,
-            support_empty,
             None,
             add,
         )
     }
 
-    /// [`spmv_csr`](Context::spmv_csr) with indirection: row `i`'s nonzeros are
-    /// `matrix[sources[i]..]` and `cols[sources[i]..]` (its length still from `offsets`, the last
-    /// row up to `cols.len()`): Modern GPU's SpmvCsrIndirectBinary.
+    /// [`spmv_csr`](Context::spmv_csr) with indirection: the rows cover `count` positions (the
+    /// last row up to `count`), and row `i`'s nonzeros are `matrix[sources[i]..]` and
+    /// `cols[sources[i]..]` for its length from the offsets: Modern GPU's SpmvCsrIndirectBinary.
+    /// Each row's nonzeros must lie within `cols`; rows may share them.
+    ///
+    /// ```
+    /// use mgpu::{Context, Csr, Op};
+    /// let ctx = Context::cpu();
+    /// // Rows 0 and 2 are the same nonzeros ([1, 0, 2]); row 1 is [0, 3, 0].
+    /// let (cols, matrix) = (ctx.upload(&[0u32, 2, 1])?, ctx.upload(&[1.0f32, 2.0, 3.0])?);
+    /// let (offsets, sources) = (ctx.upload(&[0u32, 2, 3])?, ctx.upload(&[0u32, 2, 0])?);
+    /// let x = ctx.upload(&[1.0f32, 10.0, 100.0])?;
+    /// let mut y = ctx.zeros::<f32>(3)?;
+    /// let rows = Csr::new(&offsets);
+    /// ctx.spmv_csr_indirect(&matrix, &cols, rows, &sources, 5, &x, &mut y, &Op::multiplies(), &Op::plus())?;
+    /// assert_eq!(y.to_vec()?, vec![201.0, 30.0, 201.0]);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
     #[allow(clippy::too_many_arguments)]
     pub fn spmv_csr_indirect<T: Element, O: Offset>(
         &self,
         matrix: &impl Slice<T>,
         cols: &impl Slice<u32>,
-        offsets: &impl Slice<O>,
+        rows: Csr<'_, O>,
         sources: &impl Slice<O>,
+        count: usize,
         x: &impl Slice<T>,
         y: &mut impl SliceMut<T>,
-        support_empty: bool,
         mul: &Op<T>,
         add: &Op<T>,
     ) -> Result<()> {
         self.spmv(
             "spmv_csr_indirect",
             Some(input(self, matrix, "the matrix values")?),
-            cols,
-            offsets,
+            input(self, cols, "the column indices")?,
+            rows,
             Some(input(self, sources, "the sources")?),
+            count,
             x,
             y,
-            support_empty,
             Some(mul),
             add,
         )
     }
 
-    /// Unary SpMV with indirection (Modern GPU's SpmvCsrIndirectUnary).
+    /// Unary SpMV with indirection (Modern GPU's SpmvCsrIndirectUnary): the rows cover `count`
+    /// positions, row `i`'s nonzeros start at `cols[sources[i]]`.
     #[allow(clippy::too_many_arguments)]
     pub fn spmv_csr_indirect_unary<T: Element, O: Offset>(
         &self,
         cols: &impl Slice<u32>,
-        offsets: &impl Slice<O>,
+        rows: Csr<'_, O>,
         sources: &impl Slice<O>,
+        count: usize,
         x: &impl Slice<T>,
         y: &mut impl SliceMut<T>,
-        support_empty: bool,
         add: &Op<T>,
     ) -> Result<()> {
         self.spmv(
             "spmv_csr_indirect_unary",
             None,
-            cols,
-            offsets,
+            input(self, cols, "the column indices")?,
+            rows,
             Some(input(self, sources, "the sources")?),
+            count,
             x,
             y,
-            support_empty,
             None,
             add,
         )
     }
 
+    /// `count`: the positions the rows cover (the nonzeros, unless indirect).
     #[allow(clippy::too_many_arguments)]
     fn spmv<T: Element, O: Offset>(
         &self,
         name: &'static str,
         matrix: Option<View<'_, T>>,
-        cols: &impl Slice<u32>,
-        offsets: &impl Slice<O>,
+        cols: View<'_, u32>,
+        rows: Csr<'_, O>,
         sources: Option<View<'_, O>>,
+        count: usize,
         x: &impl Slice<T>,
         y: &mut impl SliceMut<T>,
-        support_empty: bool,
         mul: Option<&Op<T>>,
         add: &Op<T>,
     ) -> Result<()> {
-        let cols = input(self, cols, "the column indices")?;
         if let Some(m) = &matrix {
             if m.len() != cols.len() {
                 return Err(Error::LengthMismatch {
@@ -199,10 +218,10 @@ impl Context {
             }
         }
         let segs = Segments {
-            offsets: input(self, offsets, "the offsets")?,
+            offsets: rows.offsets(self)?,
             sources,
-            count: cols.len(),
-            support_empty,
+            count,
+            support_empty: rows.allow_empty,
         };
         let items = ItemSource::Spmv {
             matrix,
@@ -214,25 +233,18 @@ impl Context {
         self.segreduce_run(name, segs, items, y, add, None)
     }
 
-    /// Checks the rows of `offsets` over `cols.len()` nonzeros and every column index against a
-    /// vector of `x_len` once, for [`spmv_apply`](Context::spmv_apply) and
+    /// Checks the rows over `cols.len()` nonzeros and every column index against a vector of
+    /// `x_len` once, for [`spmv_apply`](Context::spmv_apply) and
     /// [`spmv_unary_apply`](Context::spmv_unary_apply) with many matrix values and vectors. See
     /// [`SpmvPlan`].
     pub fn spmv_plan<'a, T: Element, O: Offset>(
         &self,
         cols: &'a impl Slice<u32>,
-        offsets: &'a impl Slice<O>,
+        rows: Csr<'a, O>,
         x_len: usize,
-        support_empty: bool,
     ) -> Result<SpmvPlan<'a, T, O>> {
         let cols = input(self, cols, "the column indices")?;
-        let segments = self.plan(
-            "spmv_plan",
-            offsets,
-            cols.len(),
-            support_empty,
-            Some((&cols, x_len)),
-        )?;
+        let segments = self.plan("spmv_plan", rows, cols.len(), Some((&cols, x_len)))?;
         Ok(SpmvPlan {
             segments,
             cols,
