@@ -12,7 +12,7 @@ fn check<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut rand::rngs::StdRng) -> T)
         let nv = tile(&ctx, Family::Reduce, std::mem::size_of::<T>());
         for n in sizes(nv) {
             let data: Vec<T> = (0..n).map(|_| gen(&mut r)).collect();
-            let expect = data.iter().fold(op.identity(), |a, &b| op.apply(a, b));
+            let expect = fold(&data, op);
             let input = ctx.upload(&data).unwrap();
             let got = ctx.reduce(&input, op).unwrap();
             same(&[got], &[expect]).unwrap_or_else(|e| panic!("{ctx:?} {} n={n}: {e}", op.name()));
@@ -45,46 +45,11 @@ fn all_bits<T: TestElement + mgpu::Bitwise>() {
     check(&Op::<T>::bit_xor(), T::random);
 }
 
-#[test]
-fn reduce_i8() {
-    all_bits::<i8>();
-}
-#[test]
-fn reduce_u8() {
-    all_bits::<u8>();
-}
-#[test]
-fn reduce_i16() {
-    all_bits::<i16>();
-}
-#[test]
-fn reduce_u16() {
-    all_bits::<u16>();
-}
-#[test]
-fn reduce_i32() {
-    all_bits::<i32>();
-}
-#[test]
-fn reduce_u32() {
-    all_bits::<u32>();
-}
-#[test]
-fn reduce_i64() {
-    all_bits::<i64>();
-}
-#[test]
-fn reduce_u64() {
-    all_bits::<u64>();
-}
-#[test]
-fn reduce_f32() {
-    all_arith::<f32>();
-}
-#[test]
-fn reduce_f64() {
-    all_arith::<f64>();
-}
+per_type!(all_bits:
+    reduce_i8: i8, reduce_u8: u8, reduce_i16: i16, reduce_u16: u16,
+    reduce_i32: i32, reduce_u32: u32, reduce_i64: i64, reduce_u64: u64,
+);
+per_type!(all_arith: reduce_f32: f32, reduce_f64: f64);
 
 #[test]
 fn reduce_custom_commutative() {
@@ -118,7 +83,7 @@ fn reduce_multi_level_with_tuning_override() {
                 assert_eq!(got, Some(expect), "{ctx:?} {tuning:?} n={n}");
                 let ops = affine_op();
                 let data = random_vec::<Affine>(&mut r, n);
-                let expect = data.iter().fold(ops.identity(), |a, &b| ops.apply(a, b));
+                let expect = fold(&data, &ops);
                 let input = ctx.upload(&data).unwrap();
                 let got = ctx
                     .reduce_with(&input, &ops, Total::Host, Some(tuning))

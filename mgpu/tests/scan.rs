@@ -82,46 +82,11 @@ fn all_bits<T: TestElement + mgpu::Bitwise>() {
     check(&Op::<T>::bit_or(), T::random, false);
 }
 
-#[test]
-fn scan_i8() {
-    all_bits::<i8>();
-}
-#[test]
-fn scan_u8() {
-    all_bits::<u8>();
-}
-#[test]
-fn scan_i16() {
-    all_bits::<i16>();
-}
-#[test]
-fn scan_u16() {
-    all_bits::<u16>();
-}
-#[test]
-fn scan_i32() {
-    all_bits::<i32>();
-}
-#[test]
-fn scan_u32() {
-    all_bits::<u32>();
-}
-#[test]
-fn scan_i64() {
-    all_bits::<i64>();
-}
-#[test]
-fn scan_u64() {
-    all_bits::<u64>();
-}
-#[test]
-fn scan_f32() {
-    all_arith::<f32>();
-}
-#[test]
-fn scan_f64() {
-    all_arith::<f64>();
-}
+per_type!(all_bits:
+    scan_i8: i8, scan_u8: u8, scan_i16: i16, scan_u16: u16,
+    scan_i32: i32, scan_u32: u32, scan_i64: i64, scan_u64: u64,
+);
+per_type!(all_arith: scan_f32: f32, scan_f64: f64);
 
 #[test]
 fn scan_custom_commutative() {

@@ -5,15 +5,13 @@
 
 mod common;
 use common::*;
-use mgpu::tuning::{self, Family};
-use mgpu::{Comparator, Context, Element};
+use mgpu::tuning::Family;
+use mgpu::{Comparator, Context};
 use rand::Rng;
 
 /// Sizes around the sort tile of `family`, with tile counts that give odd and even pass counts.
 fn sort_sizes(ctx: &Context, family: Family, elem: usize) -> Vec<usize> {
-    let nv = tuning::lookup(family, ctx.arch().unwrap_or(90), elem)
-        .unwrap()
-        .nv();
+    let nv = tile(ctx, family, elem);
     let mut v = vec![
         0,
         1,
@@ -115,46 +113,10 @@ fn both_orders<K: TestElement + mgpu::Arithmetic>() {
     check_sort::<K>(&Comparator::greater(), 1 << 17);
 }
 
-#[test]
-fn sort_i8() {
-    both_orders::<i8>();
-}
-#[test]
-fn sort_u8() {
-    both_orders::<u8>();
-}
-#[test]
-fn sort_i16() {
-    both_orders::<i16>();
-}
-#[test]
-fn sort_u16() {
-    both_orders::<u16>();
-}
-#[test]
-fn sort_i32() {
-    both_orders::<i32>();
-}
-#[test]
-fn sort_u32() {
-    both_orders::<u32>();
-}
-#[test]
-fn sort_i64() {
-    both_orders::<i64>();
-}
-#[test]
-fn sort_u64() {
-    both_orders::<u64>();
-}
-#[test]
-fn sort_f32() {
-    both_orders::<f32>();
-}
-#[test]
-fn sort_f64() {
-    both_orders::<f64>();
-}
+per_type!(both_orders:
+    sort_i8: i8, sort_u8: u8, sort_i16: i16, sort_u16: u16, sort_i32: i32,
+    sort_u32: u32, sort_i64: i64, sort_u64: u64, sort_f32: f32, sort_f64: f64,
+);
 
 /// Struct keys ordered by one field: equal fields, different payloads; the payload order shows
 /// stability even for keys-only sorts.
@@ -215,23 +177,6 @@ fn float_keys_with_nan_sort_to_a_total_order() {
         let first_nan = sorted.iter().position(|x| x.is_nan()).unwrap();
         assert!(sorted[first_nan..].iter().all(|x| x.is_nan()), "NaNs last");
     }
-}
-
-fn serial_merge<K: Element>(a: &[K], b: &[K], comp: &Comparator<K>) -> (Vec<K>, Vec<u32>) {
-    let (mut i, mut j) = (0, 0);
-    let (mut out, mut from) = (Vec::new(), Vec::new());
-    while i < a.len() || j < b.len() {
-        if j >= b.len() || (i < a.len() && !comp.before(&b[j], &a[i])) {
-            out.push(a[i]);
-            from.push(i as u32);
-            i += 1;
-        } else {
-            out.push(b[j]);
-            from.push((a.len() + j) as u32);
-            j += 1;
-        }
-    }
-    (out, from)
 }
 
 #[test]

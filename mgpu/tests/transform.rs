@@ -10,35 +10,13 @@ use mgpu::{Arithmetic, Context, Counting, Element, Error, Map, Op, ScanOptions, 
 use rand::rngs::StdRng;
 use rand::Rng;
 
-/// A multi-level size.
-const BIG: usize = (1 << 20) + 3;
-
 /// Sizes around the reduce and scan tiles of `O` (the type the primitives compute in).
 fn sizes_for<O: Element>(ctx: &Context) -> Vec<usize> {
-    let mut v = vec![0, 1, BIG];
-    for family in [Family::Reduce, Family::Scan] {
-        let nv = tile(ctx, family, std::mem::size_of::<O>());
-        v.extend([nv - 1, nv + 1, 3 * nv + 5]);
-    }
-    v.sort();
-    v.dedup();
-    v
-}
-
-/// `got` must be `before` with `range` replaced by `expect`.
-fn check_region<T: Element>(
-    got: &[T],
-    before: &[T],
-    range: std::ops::Range<usize>,
-    expect: &[T],
-    what: &str,
-) {
-    assert_eq!(got.len(), before.len(), "{what}: buffer length");
-    same(&got[range.clone()], expect).unwrap_or_else(|e| panic!("{what}: inside: {e}"));
-    same(&got[..range.start], &before[..range.start])
-        .unwrap_or_else(|e| panic!("{what}: before the view: {e}"));
-    same(&got[range.end..], &before[range.end..])
-        .unwrap_or_else(|e| panic!("{what}: after the view: {e}"));
+    let size = std::mem::size_of::<O>();
+    edge_sizes(&[
+        tile(ctx, Family::Reduce, size),
+        tile(ctx, Family::Scan, size),
+    ])
 }
 
 /// Every reader of a source on `ctx`: reduce (host, and into a view of poison), scans of both
@@ -118,7 +96,11 @@ fn check_map<I: Element, O: TestElement>(
             let mapped: Vec<O> = data.iter().map(|&x| map.apply(x)).collect();
             let name = format!("{} {}->{}", map.name(), I::CUDA_TYPE, O::CUDA_TYPE);
             let whole = ctx.upload(&data).unwrap();
-            let offsets: &[usize] = if n >= BIG { &[3] } else { &[1, 3, 5, 7] };
+            let offsets: &[usize] = if n >= MULTI_LEVEL {
+                &[3]
+            } else {
+                &[1, 3, 5, 7]
+            };
             for (k, op) in ops.iter().enumerate() {
                 check_source(&ctx, &whole.map(map), &mapped, op, k % 2, &name);
                 for (i, &off) in offsets.iter().enumerate() {
@@ -331,7 +313,7 @@ fn check_counting<T: TestElement + Arithmetic>(
                 check_source(&ctx, &c, &expect, op, [0, 1, 3, 5, 7][k % 5], &what);
             }
         }
-        for n in sizes.into_iter().chain([BIG]).filter(|&n| n > 0) {
+        for n in sizes.into_iter().chain([MULTI_LEVEL]).filter(|&n| n > 0) {
             let expect: Vec<T> = (0..n).map(&nth).collect();
             let what = format!("{ctx:?} sequence<{}>({start:?}) n={n}", T::CUDA_TYPE);
             let mut whole = ctx.upload(&vec![T::poison(); n]).unwrap();
@@ -350,7 +332,7 @@ fn check_counting<T: TestElement + Arithmetic>(
                     &format!("{what}: view at {off}"),
                 );
             }
-            if n >= BIG {
+            if n >= MULTI_LEVEL {
                 continue;
             }
             // A tail view.

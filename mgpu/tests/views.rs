@@ -16,8 +16,6 @@ use std::ops::Range;
 
 /// Elements after a view that is not a tail.
 const PAD: usize = 9;
-/// A multi-level size (several reduce levels, thousands of scan tiles, many merge passes).
-const BIG: usize = (1 << 20) + 3;
 
 /// Where a view of `n` elements sits in its buffer: `off` elements in, followed by `PAD` more
 /// elements, or by nothing (`tail`: the view is `slice(off..)`).
@@ -75,26 +73,10 @@ fn poisoned<T: TestElement>(n: usize, p: Place) -> Vec<T> {
     vec![T::poison(); p.buffer_len(n)]
 }
 
-/// `got` must be `before` with `range` replaced by `expect`.
-fn check_region<T: Element>(
-    got: &[T],
-    before: &[T],
-    range: Range<usize>,
-    expect: &[T],
-    what: &str,
-) {
-    assert_eq!(got.len(), before.len(), "{what}: buffer length");
-    same(&got[range.clone()], expect).unwrap_or_else(|e| panic!("{what}: inside the view: {e}"));
-    same(&got[..range.start], &before[..range.start])
-        .unwrap_or_else(|e| panic!("{what}: before the view: {e}"));
-    same(&got[range.end..], &before[range.end..])
-        .unwrap_or_else(|e| panic!("{what}: after the view: {e}"));
-}
-
 /// Input and output places for a size: every unaligned offset, an aligned offset that is not the
 /// buffer's start, tails; the multi-level size gets one unaligned tail case.
 fn places<T: Element>(n: usize) -> Vec<(Place, Place)> {
-    if n >= BIG {
+    if n >= MULTI_LEVEL {
         return vec![(tail(5), at(3))];
     }
     let aligned = (16 / std::mem::size_of::<T>()).max(1);
@@ -110,28 +92,7 @@ fn places<T: Element>(n: usize) -> Vec<(Place, Place)> {
 }
 
 fn sizes_for(ctx: &Context, family: Family, elem: usize) -> Vec<usize> {
-    let nv = tile(ctx, family, elem);
-    let mut v = vec![0, 1, nv - 1, nv + 1, 3 * nv + 5, BIG];
-    v.sort();
-    v.dedup();
-    v
-}
-
-fn serial_merge<K: Element>(a: &[K], b: &[K], comp: &Comparator<K>) -> (Vec<K>, Vec<u32>) {
-    let (mut i, mut j) = (0, 0);
-    let (mut out, mut from) = (Vec::new(), Vec::new());
-    while i < a.len() || j < b.len() {
-        if j >= b.len() || (i < a.len() && !comp.before(&b[j], &a[i])) {
-            out.push(a[i]);
-            from.push(i as u32);
-            i += 1;
-        } else {
-            out.push(b[j]);
-            from.push((a.len() + j) as u32);
-            j += 1;
-        }
-    }
-    (out, from)
+    edge_sizes(&[tile(ctx, family, elem)])
 }
 
 fn reduce_on_views<T: TestElement>(ctx: &Context, r: &mut rand::rngs::StdRng, op: &Op<T>) {
@@ -139,7 +100,7 @@ fn reduce_on_views<T: TestElement>(ctx: &Context, r: &mut rand::rngs::StdRng, op
         for (ip, op_place) in places::<T>(n) {
             let what = format!("{ctx:?} {} reduce n={n} in {ip:?}", T::CUDA_TYPE);
             let data = random_vec::<T>(r, n);
-            let expect = data.iter().fold(op.identity(), |a, &b| op.apply(a, b));
+            let expect = fold(&data, op);
             let host = surrounded(r, &data, ip);
             let buf = ctx.upload(&host).unwrap();
             let v = view(&buf, ip, n);

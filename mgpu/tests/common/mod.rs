@@ -1,8 +1,29 @@
-//! Shared test helpers: the backends to run on, random data, the user types of the tests.
+//! Shared test helpers: the backends to run on, random data, the user types of the tests, sizes
+//! (sizes.rs), checks (check.rs) and serial references.
 #![allow(dead_code)]
 
 use mgpu::{Context, Element, Op};
 use rand::{Rng, SeedableRng};
+
+mod check;
+mod sizes;
+#[allow(unused_imports)]
+pub use check::*;
+#[allow(unused_imports)]
+pub use sizes::*;
+
+/// One `#[test]` per `name: type`, each calling `suite::<type>()`.
+#[allow(unused_macros)]
+macro_rules! per_type {
+    ($suite:ident: $($name:ident: $t:ty),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            $suite::<$t>();
+        }
+    )*};
+}
+#[allow(unused_imports)]
+pub(crate) use per_type;
 
 /// The CPU backend, and the GPU when present. With MGPU_REQUIRE_GPU=1 a missing GPU fails the test.
 pub fn backends() -> Vec<Context> {
@@ -24,6 +45,16 @@ pub fn gpu() -> Option<Context> {
             None
         }
     }
+}
+
+/// The GPU for the MGPU_BIG=1 tests, or None (with a note when MGPU_BIG is not set); `needs`
+/// says how much GPU memory the test takes.
+pub fn big_gpu(needs: &str) -> Option<Context> {
+    if std::env::var("MGPU_BIG").as_deref() != Ok("1") {
+        eprintln!("skipped: set MGPU_BIG=1 to run (needs {needs} of GPU memory)");
+        return None;
+    }
+    gpu()
 }
 
 /// A fresh seed per call, printed so a failure can be replayed with MGPU_TEST_SEED.
@@ -111,14 +142,17 @@ impl TestElement for Affine {
     }
 }
 /// Composition "f, then g".
+pub fn compose(f: Affine, g: Affine) -> Affine {
+    Affine {
+        a: g.a.wrapping_mul(f.a),
+        b: g.a.wrapping_mul(f.b).wrapping_add(g.b),
+    }
+}
 pub fn affine_op() -> Op<Affine> {
     Op::new(
         "affine_compose",
         Affine { a: 1, b: 0 },
-        |f: Affine, g: Affine| Affine {
-            a: g.a.wrapping_mul(f.a),
-            b: g.a.wrapping_mul(f.b).wrapping_add(g.b),
-        },
+        compose,
         "compose(a, b)",
     )
     .with_cuda_helpers(
@@ -177,34 +211,6 @@ pub fn add_mod_prime() -> Op<i64> {
     .commutative(true)
 }
 
-/// Sizes around the tile edges of tile size `nv`, plus multi-tile and multi-level sizes.
-pub fn sizes(nv: usize) -> Vec<usize> {
-    let mut v = vec![
-        0,
-        1,
-        2,
-        31,
-        33,
-        nv - 1,
-        nv,
-        nv + 1,
-        2 * nv - 1,
-        2 * nv + 1,
-        7 * nv + 3,
-    ];
-    v.extend([(1 << 16) + 7, (1 << 20) + 123, 3 << 20]);
-    v.sort();
-    v.dedup();
-    v
-}
-
-/// The table's tile size for a family and element type (sm_90 on the CPU, where no arch exists).
-pub fn tile(ctx: &Context, family: mgpu::tuning::Family, size: usize) -> usize {
-    mgpu::tuning::lookup(family, ctx.arch().unwrap_or(90), size)
-        .unwrap()
-        .nv()
-}
-
 /// Orders `Affine` by its `a` field only: equal `a` with different `b` shows whether a sort is stable.
 pub fn affine_key_less() -> mgpu::Comparator<Affine> {
     mgpu::Comparator::new("by_a", |x: &Affine, y: &Affine| x.a < y.a, "a.a < b.a")
@@ -239,4 +245,27 @@ pub fn stable_sorted<K: Element>(keys: &[K], comp: &mgpu::Comparator<K>) -> (Vec
     let mut idx: Vec<u32> = (0..keys.len() as u32).collect();
     idx.sort_by(|&a, &b| comp.ordering(&keys[a as usize], &keys[b as usize]));
     (idx.iter().map(|&i| keys[i as usize]).collect(), idx)
+}
+
+/// The stable merge of sorted `a` and `b` (A's first on ties) and where each key came from
+/// (positions in A, then B's offset by `a.len()`).
+pub fn serial_merge<K: Element>(
+    a: &[K],
+    b: &[K],
+    comp: &mgpu::Comparator<K>,
+) -> (Vec<K>, Vec<u32>) {
+    let (mut i, mut j) = (0, 0);
+    let (mut out, mut from) = (Vec::new(), Vec::new());
+    while i < a.len() || j < b.len() {
+        if j >= b.len() || (i < a.len() && !comp.before(&b[j], &a[i])) {
+            out.push(a[i]);
+            from.push(i as u32);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            from.push((a.len() + j) as u32);
+            j += 1;
+        }
+    }
+    (out, from)
 }

@@ -1,0 +1,322 @@
+//! segreduce_csr: the seed's golden demo; every segment-length distribution at sizes around the
+//! tile and multi-tile sizes, for i32, u8 (wrapping), i64, u64, f32, f64, Affine (order checked)
+//! and Tagged, with maximum / minimum and custom operators and u32 / u64 offsets; segments of many
+//! tiles; count = 0 with and without segments (direct, indirect, plans, SpMV).
+
+use super::*;
+
+const DEMO_STARTS: [u64; 7] = [0, 9, 19, 25, 71, 87, 97];
+const DEMO_VALUES: [i32; 100] = [
+    1, 5, 5, 1, 2, 5, 1, 1, 4, 4, //
+    5, 3, 4, 4, 4, 2, 2, 4, 2, 5, //
+    5, 1, 5, 1, 4, 5, 1, 4, 2, 2, //
+    2, 3, 3, 1, 4, 2, 4, 2, 1, 2, //
+    5, 1, 2, 2, 3, 1, 2, 5, 4, 1, //
+    2, 5, 4, 2, 4, 1, 3, 2, 4, 4, //
+    4, 4, 4, 3, 4, 4, 1, 5, 1, 1, //
+    3, 2, 3, 1, 4, 1, 1, 4, 4, 4, //
+    3, 5, 5, 3, 2, 1, 5, 5, 4, 5, //
+    4, 2, 2, 3, 5, 5, 1, 4, 1, 5, //
+];
+const DEMO_SUMS: [i32; 7] = [25, 34, 21, 129, 48, 36, 10];
+
+fn golden_for<O: TestOffset>(ctx: &Context) {
+    let what = format!("{ctx:?} {} golden demo", O::CUDA_TYPE);
+    assert_eq!(
+        reference(&DEMO_STARTS, 100, None, |m| DEMO_VALUES[m], &Op::plus()),
+        DEMO_SUMS,
+        "the reference disagrees with the seed"
+    );
+    let values = ctx.upload(&DEMO_VALUES).unwrap();
+    let offsets = ctx.upload(&to_o::<O>(&DEMO_STARTS)).unwrap();
+    for support_empty in [false, true] {
+        let mut out = poisoned::<i32>(ctx, 7);
+        ctx.segreduce_csr(&values, &offsets, support_empty, &mut out, &Op::plus())
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(out.to_vec().unwrap(), DEMO_SUMS, "{what} ({support_empty})");
+    }
+    // Indirect with sources = the offsets is the direct reduction.
+    let mut out = poisoned::<i32>(ctx, 7);
+    ctx.segreduce_csr_indirect(&values, &offsets, &offsets, false, &mut out, &Op::plus())
+        .unwrap();
+    assert_eq!(out.to_vec().unwrap(), DEMO_SUMS, "{what} indirect");
+    // A plan.
+    let plan = ctx.segreduce_plan::<i32, O>(&offsets, 100, false).unwrap();
+    assert_eq!((plan.num_segments(), plan.count()), (7, 100), "{what}");
+    let mut out = poisoned::<i32>(ctx, 7);
+    ctx.segreduce_apply(&plan, &values, &mut out, &Op::plus())
+        .unwrap();
+    assert_eq!(out.to_vec().unwrap(), DEMO_SUMS, "{what} plan");
+    // Unary SpMV with the values as the vector and cols = 0..100 is the same reduction.
+    let cols: Vec<u32> = (0..100).collect();
+    let cols = ctx.upload(&cols).unwrap();
+    let mut y = poisoned::<i32>(ctx, 7);
+    ctx.spmv_csr_unary(&cols, &offsets, &values, &mut y, false, &Op::plus())
+        .unwrap();
+    assert_eq!(y.to_vec().unwrap(), DEMO_SUMS, "{what} spmv");
+}
+
+#[test]
+fn golden_demo() {
+    for ctx in backends() {
+        golden_for::<u32>(&ctx);
+        golden_for::<u64>(&ctx);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Distributions by element type and operator.
+
+/// Every distribution at every test size: segreduce_csr against the reference, with and without
+/// support_empty (when there is no empty segment).
+fn distributions<T: TestElement, O: TestOffset>(
+    op: &Op<T>,
+    gen: impl Fn(&mut StdRng) -> T,
+    dists: &[Dist],
+) {
+    let mut r = rng();
+    for ctx in backends() {
+        let nv = seg_tile::<T, O>(&ctx, SegItems::Values, false);
+        for n in test_sizes(&ctx, &mut r, nv) {
+            let values: Vec<T> = (0..n).map(|_| gen(&mut r)).collect();
+            let vbuf = ctx.upload(&values).unwrap();
+            for &dist in dists {
+                let what = format!(
+                    "{ctx:?} {}/{} {} n={n} nv={nv} {dist:?}",
+                    T::CUDA_TYPE,
+                    O::CUDA_TYPE,
+                    op.name()
+                );
+                let lengths = gen_lengths(&mut r, n, dist, nv);
+                let (offsets, count) = offsets_of(&lengths);
+                assert_eq!(count, n);
+                let has_empty = lengths.contains(&0);
+                let expect = reference(&offsets, n, None, |m| values[m], op);
+                let obuf = ctx.upload(&to_o::<O>(&offsets)).unwrap();
+                for support_empty in [true, false] {
+                    if !support_empty && has_empty {
+                        continue;
+                    }
+                    let mut out = poisoned::<T>(&ctx, offsets.len());
+                    ctx.segreduce_csr(&vbuf, &obuf, support_empty, &mut out, op)
+                        .unwrap_or_else(|e| panic!("{what} ({support_empty}): {e}"));
+                    check(
+                        &out.to_vec().unwrap(),
+                        &expect,
+                        &format!("{what} support_empty={support_empty}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn distributions_i32_plus() {
+    distributions::<i32, u32>(&Op::plus(), i32::random, &DISTS);
+}
+
+#[test]
+fn distributions_i32_plus_u64_offsets() {
+    distributions::<i32, u64>(&Op::plus(), i32::random, &DISTS);
+}
+
+#[test]
+fn distributions_u8_wrapping_plus() {
+    distributions::<u8, u32>(&Op::plus(), u8::random, &DISTS);
+}
+
+#[test]
+fn distributions_i64_and_u64_plus() {
+    distributions::<i64, u64>(&Op::plus(), i64::random, &DISTS);
+    distributions::<u64, u32>(&Op::plus(), u64::random, &SOME_DISTS);
+}
+
+#[test]
+fn distributions_f32_plus() {
+    distributions::<f32, u32>(&Op::plus(), f32::random, &DISTS);
+}
+
+#[test]
+fn distributions_f64_plus_u64_offsets() {
+    distributions::<f64, u64>(&Op::plus(), f64::random, &DISTS);
+}
+
+#[test]
+fn distributions_user_struct_keeps_order() {
+    distributions::<Affine, u32>(&affine_op(), Affine::random, &DISTS);
+    distributions::<Affine, u64>(&affine_op(), Affine::random, &SOME_DISTS);
+}
+
+#[test]
+fn distributions_maximum_minimum() {
+    distributions::<i32, u32>(&Op::maximum(), i32::random, &SOME_DISTS);
+    distributions::<i64, u64>(&Op::minimum(), i64::random, &SOME_DISTS);
+    distributions::<f32, u64>(
+        &Op::maximum(),
+        |r: &mut StdRng| r.random_range(-1000..1000) as f32,
+        &SOME_DISTS,
+    );
+    distributions::<f64, u32>(
+        &Op::minimum(),
+        |r: &mut StdRng| r.random_range(-1000..1000) as f64,
+        &SOME_DISTS,
+    );
+}
+
+/// The first value that is not -1 (identity -1): associative, not commutative.
+fn first_set() -> Op<i32> {
+    Op::new(
+        "first_set",
+        -1i32,
+        |a: i32, b: i32| if a != -1 { a } else { b },
+        "(a != -1) ? a : b",
+    )
+}
+
+#[test]
+fn distributions_custom_operators() {
+    distributions::<i64, u32>(
+        &add_mod_prime(),
+        |r: &mut StdRng| r.random_range(0..PRIME),
+        &SOME_DISTS,
+    );
+    // Mostly -1, so which value comes first matters.
+    distributions::<i32, u64>(
+        &first_set(),
+        |r: &mut StdRng| {
+            if r.random_bool(0.9) {
+                -1
+            } else {
+                r.random_range(0..1000)
+            }
+        },
+        &SOME_DISTS,
+    );
+    // A 12-byte user type (the scalar load path), non-commutative.
+    distributions::<Tagged, u32>(&tagged_op(), Tagged::random, &SOME_DISTS);
+}
+
+#[test]
+fn distributions_many_tiles() {
+    // Segments of 3 to 20 tiles, at sizes of several tens of tiles.
+    let mut r = rng();
+    for ctx in backends() {
+        let nv = seg_tile::<i32, u32>(&ctx, SegItems::Values, false);
+        let sizes = if ctx.is_gpu() {
+            vec![60 * nv + 7, 3 << 20]
+        } else {
+            vec![40 * nv + 7]
+        };
+        for n in sizes {
+            let values: Vec<i32> = random_vec(&mut r, n);
+            let vbuf = ctx.upload(&values).unwrap();
+            for support_empty in [false, true] {
+                let lengths = gen_lengths(&mut r, n, Dist::ManyTiles, nv);
+                let (offsets, _) = offsets_of(&lengths);
+                let expect = reference(&offsets, n, None, |m| values[m], &Op::plus());
+                let obuf = ctx.upload(&to_o::<u32>(&offsets)).unwrap();
+                let mut out = poisoned::<i32>(&ctx, offsets.len());
+                ctx.segreduce_csr(&vbuf, &obuf, support_empty, &mut out, &Op::plus())
+                    .unwrap();
+                check(
+                    &out.to_vec().unwrap(),
+                    &expect,
+                    &format!("{ctx:?} many tiles n={n}"),
+                );
+                let avals: Vec<Affine> = random_vec(&mut r, n);
+                let abuf = ctx.upload(&avals).unwrap();
+                let expect = reference(&offsets, n, None, |m| avals[m], &affine_op());
+                let mut out = poisoned::<Affine>(&ctx, offsets.len());
+                ctx.segreduce_csr(&abuf, &obuf, support_empty, &mut out, &affine_op())
+                    .unwrap();
+                check(
+                    &out.to_vec().unwrap(),
+                    &expect,
+                    &format!("{ctx:?} many tiles affine n={n}"),
+                );
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// No positions.
+
+/// count = 0: no segment, or any number of segments (all empty: the identity each), direct,
+/// indirect, plans and SpMV; count = 0 without support_empty and with segments is an error.
+#[test]
+fn zero_count_and_all_empty() {
+    fn one<T: TestElement>(ctx: &Context, op: &Op<T>, k: usize) {
+        let what = format!("{ctx:?} {} {} count=0 k={k}", T::CUDA_TYPE, op.name());
+        let values = ctx.upload::<T>(&[]).unwrap();
+        let offsets = ctx.upload(&vec![0u32; k]).unwrap();
+        let wide = ctx.upload(&vec![0u64; k]).unwrap();
+        let expect = vec![op.identity(); k];
+        let mut out = poisoned::<T>(ctx, k);
+        ctx.segreduce_csr(&values, &offsets, true, &mut out, op)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        check(&out.to_vec().unwrap(), &expect, &what);
+        let mut out = poisoned::<T>(ctx, k);
+        ctx.segreduce_csr(&values, &wide, true, &mut out, op)
+            .unwrap_or_else(|e| panic!("{what} u64: {e}"));
+        check(&out.to_vec().unwrap(), &expect, &format!("{what} u64"));
+        let mut out = poisoned::<T>(ctx, k);
+        ctx.segreduce_csr_indirect(&values, &offsets, &offsets, true, &mut out, op)
+            .unwrap_or_else(|e| panic!("{what} indirect: {e}"));
+        check(&out.to_vec().unwrap(), &expect, &format!("{what} indirect"));
+        let plan = ctx.segreduce_plan::<T, u64>(&wide, 0, true).unwrap();
+        let mut out = poisoned::<T>(ctx, k);
+        ctx.segreduce_apply(&plan, &values, &mut out, op)
+            .unwrap_or_else(|e| panic!("{what} plan: {e}"));
+        check(&out.to_vec().unwrap(), &expect, &format!("{what} plan"));
+        if k > 0 {
+            // Without support_empty: offsets[0] = 0 is the end of the (empty) input.
+            let mut out = poisoned::<T>(ctx, k);
+            let e = ctx
+                .segreduce_csr(&values, &offsets, false, &mut out, op)
+                .unwrap_err();
+            expect_invalid(e, &["offsets[0] = 0 is the end of the input"], &what);
+            check(
+                &out.to_vec().unwrap(),
+                &vec![T::poison(); k],
+                &format!("{what} written on error"),
+            );
+        }
+    }
+    for ctx in backends() {
+        let mut ks = vec![0, 1, 2, 3000];
+        if ctx.is_gpu() {
+            ks.push(1 << 20);
+        }
+        for k in ks {
+            one::<i32>(&ctx, &Op::plus(), k);
+            one::<f32>(&ctx, &Op::maximum(), k);
+            one::<u8>(&ctx, &Op::minimum(), k);
+            one::<Affine>(&ctx, &affine_op(), k);
+            // SpMV of a matrix without nonzeros.
+            let what = format!("{ctx:?} spmv without nonzeros, {k} rows");
+            let cols = ctx.upload::<u32>(&[]).unwrap();
+            let matrix = ctx.upload::<f64>(&[]).unwrap();
+            let offsets = ctx.upload(&vec![0u32; k]).unwrap();
+            let x = ctx.upload(&[1.0f64, 2.0]).unwrap();
+            let mut y = poisoned::<f64>(&ctx, k);
+            ctx.spmv_csr(
+                &matrix,
+                &cols,
+                &offsets,
+                &x,
+                &mut y,
+                true,
+                &Op::multiplies(),
+                &Op::plus(),
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            check(&y.to_vec().unwrap(), &vec![0.0; k], &what);
+            let mut y = poisoned::<f64>(&ctx, k);
+            ctx.spmv_csr_unary(&cols, &offsets, &x, &mut y, true, &Op::maximum())
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            check(&y.to_vec().unwrap(), &vec![f64::NEG_INFINITY; k], &what);
+        }
+    }
+}
