@@ -1,6 +1,6 @@
 //! `mgpu demo`: the seed's demonstrations, on the seed's printed inputs, in the seed's format.
 
-use mgpu::{Comparator, Context, Count, Equality, Op, ScanOptions, Total};
+use mgpu::{Comparator, Context, Count, Csr, Equality, Op, ScanOptions, Total};
 
 /// The input of the seed's scan demo (100 integers in 0..=9).
 pub const SCAN_INPUT: [i32; 100] = [
@@ -153,7 +153,7 @@ pub fn segreduce_csr(ctx: &Context) -> mgpu::Result<String> {
     out += "\nValues:\n";
     out += &format_array(&values.to_vec()?);
     let mut results = ctx.zeros::<i32>(starts.len())?;
-    ctx.segreduce_csr(&values, &starts, false, &mut results, &Op::plus())?;
+    ctx.segreduce_csr(&values, Csr::new(&starts), &mut results, &Op::plus())?;
     out += "\nReduced values:\n";
     out += &format_array(&results.to_vec()?);
     Ok(out)
@@ -236,10 +236,9 @@ pub fn spmv(ctx: &Context) -> mgpu::Result<String> {
     ctx.spmv_csr(
         &values,
         &cols,
-        &rows,
+        Csr::allow_empty(&rows),
         &x,
         &mut y,
-        true,
         &Op::multiplies(),
         &Op::plus(),
     )?;

@@ -5,7 +5,7 @@
 use crate::context::{Backend, Context};
 use crate::cuda::memory::DeviceMem;
 use crate::cuda::Gpu;
-use crate::error::{invalid, Error, Result};
+use crate::error::{invalid, mismatch, Error, LengthRule, Residence, Result};
 use crate::source::{Map, Mapped};
 use crate::Element;
 use std::marker::PhantomData;
@@ -188,11 +188,11 @@ fn resolve(range: &impl RangeBounds<usize>, len: usize) -> Option<Range<usize>> 
 }
 
 fn out_of_range(range: &impl RangeBounds<usize>, len: usize) -> Error {
-    Error::InvalidArgument(format!(
-        "slice {:?}..{:?} is out of range for {len} elements",
-        range.start_bound(),
-        range.end_bound()
-    ))
+    Error::RangeOutOfBounds {
+        start: range.start_bound().cloned(),
+        end: range.end_bound().cloned(),
+        len: len as u64,
+    }
 }
 
 mod sealed {
@@ -366,7 +366,7 @@ macro_rules! common_methods {
             self.try_slice(range).unwrap_or_else(|e| panic!("{e}"))
         }
 
-        /// A read-only view of `range`, or [`Error::InvalidArgument`] when it is out of bounds
+        /// A read-only view of `range`, or [`Error::RangeOutOfBounds`] when it is out of bounds
         /// (as `v.get(range)`).
         pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<View<'_, T>> {
             let at = self.view().at;
@@ -388,7 +388,7 @@ macro_rules! mut_methods {
             self.try_slice_mut(range).unwrap_or_else(|e| panic!("{e}"))
         }
 
-        /// A writable view of `range`, or [`Error::InvalidArgument`] when it is out of bounds.
+        /// A writable view of `range`, or [`Error::RangeOutOfBounds`] when it is out of bounds.
         pub fn try_slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<ViewMut<'_, T>> {
             let at = self.view_mut().at;
             let r = resolve(&range, at.len()).ok_or_else(|| out_of_range(&range, at.len()))?;
@@ -399,11 +399,14 @@ macro_rules! mut_methods {
         pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
             let at = self.view_mut().at;
             if data.len() != at.len() {
-                return invalid(format!(
-                    "copy_from_host: {} elements given for {} in the destination",
-                    data.len(),
-                    at.len()
-                ));
+                return Err(Error::LengthMismatch {
+                    call: "copy_from_host",
+                    argument: "elements given",
+                    actual: data.len() as u64,
+                    expected: at.len() as u64,
+                    of: "destination elements",
+                    rule: LengthRule::Equal,
+                });
             }
             match at {
                 AtMut::Host(s) => {
@@ -481,15 +484,11 @@ pub(crate) fn check_place<T>(ctx: &Context, at: &At<'_, T>, what: &str) -> Resul
             if g.ctx.cu_ctx() == home.ctx.cu_ctx() {
                 Ok(())
             } else {
-                invalid(format!("{what} belongs to another GPU context"))
+                Err(mismatch(what, Residence::OtherGpuContext, Residence::Gpu))
             }
         }
-        (Backend::Cpu, Some(_)) => {
-            invalid(format!("{what} lives on a GPU but the context is the CPU"))
-        }
-        (Backend::Cuda(_), None) => {
-            invalid(format!("{what} lives on the CPU but the context is a GPU"))
-        }
+        (Backend::Cpu, Some(_)) => Err(mismatch(what, Residence::Gpu, Residence::Cpu)),
+        (Backend::Cuda(_), None) => Err(mismatch(what, Residence::Cpu, Residence::Gpu)),
     }
 }
 

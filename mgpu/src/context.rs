@@ -3,7 +3,7 @@
 use crate::buffer::{Buffer, Storage};
 use crate::cuda::memory::DeviceMem;
 use crate::cuda::{driver, Gpu};
-use crate::error::{invalid, Error, Result};
+use crate::error::{invalid, mismatch, Error, Residence, Result};
 use crate::Element;
 use cudarc::driver::{CudaEvent, CudaStream};
 use std::marker::PhantomData;
@@ -197,12 +197,18 @@ impl Context {
     /// ```
     pub fn on_cuda_stream(&self, stream: Arc<CudaStream>) -> Result<Context> {
         match &self.backend {
-            Backend::Cpu => invalid("on_cuda_stream: the context is the CPU backend"),
+            Backend::Cpu => Err(mismatch(
+                "on_cuda_stream: the stream",
+                Residence::Gpu,
+                Residence::Cpu,
+            )),
             Backend::Cuda(g) => {
                 if stream.context().cu_ctx() != g.ctx.cu_ctx() {
-                    return invalid(
-                        "on_cuda_stream: the stream belongs to another CUDA context than this Context",
-                    );
+                    return Err(mismatch(
+                        "on_cuda_stream: the stream",
+                        Residence::OtherGpuContext,
+                        Residence::Gpu,
+                    ));
                 }
                 Ok(Context {
                     backend: Backend::Cuda(Arc::new(g.with_stream(stream))),
@@ -259,7 +265,11 @@ impl Context {
         match (&self.backend, &event.cuda) {
             (Backend::Cuda(g), Some(e)) => {
                 if e.context().cu_ctx() != g.ctx.cu_ctx() {
-                    return invalid("wait_for: the event belongs to another CUDA context");
+                    return Err(mismatch(
+                        "wait_for: the event",
+                        Residence::OtherGpuContext,
+                        Residence::Gpu,
+                    ));
                 }
                 g.stream.wait(e).map_err(driver("waiting for an event"))
             }
@@ -354,9 +364,16 @@ impl Context {
                 storage: Storage::Host(vec![T::zeroed(); len]),
             }),
             Backend::Cuda(g) => {
-                let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-                    Error::InvalidArgument(format!("a buffer of {len} elements overflows usize"))
-                })?;
+                let bytes = len
+                    .checked_mul(std::mem::size_of::<T>())
+                    .ok_or(Error::TooLarge {
+                        call: "zeros",
+                        what: "elements",
+                        len: len as u64,
+                        limited_by: "a buffer's size in bytes (usize)",
+                        limit: (usize::MAX / std::mem::size_of::<T>().max(1)) as u64,
+                        hint: "allocate fewer elements",
+                    })?;
                 let mem = DeviceMem::zeroed(g, bytes)?;
                 Ok(Buffer {
                     storage: Storage::Device {
@@ -376,12 +393,14 @@ impl Context {
         slice: cudarc::driver::CudaSlice<T>,
     ) -> Result<Buffer<T>> {
         match &self.backend {
-            Backend::Cpu => invalid("a CudaSlice cannot be used with the CPU backend"),
+            Backend::Cpu => Err(mismatch("the CudaSlice", Residence::Gpu, Residence::Cpu)),
             Backend::Cuda(g) => {
                 if slice.context().cu_ctx() != g.ctx.cu_ctx() {
-                    return invalid(
-                        "the CudaSlice belongs to another CUDA context than this Context",
-                    );
+                    return Err(mismatch(
+                        "the CudaSlice",
+                        Residence::OtherGpuContext,
+                        Residence::Gpu,
+                    ));
                 }
                 let len = slice.len();
                 let mem = DeviceMem::from_cuda_slice(g, slice);

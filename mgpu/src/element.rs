@@ -33,3 +33,27 @@ builtin!(
     i32 => "int", u32 => "unsigned int", i64 => "long long", u64 => "unsigned long long",
     f32 => "float", f64 => "double",
 );
+
+/// The type of segment offsets and sources: `u32` or `u64`.
+pub trait Offset: crate::Arithmetic + offset_sealed::Sealed {
+    #[doc(hidden)]
+    fn to_u64(self) -> u64;
+}
+
+mod offset_sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+}
+
+impl Offset for u32 {
+    fn to_u64(self) -> u64 {
+        self as u64
+    }
+}
+
+impl Offset for u64 {
+    fn to_u64(self) -> u64 {
+        self
+    }
+}

@@ -23,6 +23,7 @@
 //! backend in [`cuda`].
 
 pub mod buffer;
+mod check;
 pub mod compact;
 pub mod context;
 pub mod cpu;
@@ -31,6 +32,7 @@ pub mod element;
 pub mod error;
 pub mod op;
 pub mod reduce;
+pub mod reduce_by_key;
 pub mod scan;
 pub mod segreduce;
 pub mod sort;
@@ -40,13 +42,14 @@ pub mod tuning;
 
 pub use buffer::{Buffer, Slice, SliceMut, View, ViewMut};
 pub use bytemuck;
-pub use compact::{Count, ReduceByKeyAlgorithm};
+pub use compact::Count;
 pub use context::{Context, Event};
-pub use element::Element;
-pub use error::{Error, Result};
+pub use element::{Element, Offset};
+pub use error::{DriverError, Error, LengthRule, OffsetProblem, Residence, Result};
 pub use op::{Arithmetic, Bitwise, Comparator, Equality, Op, Predicate};
 pub use reduce::Total;
+pub use reduce_by_key::{ReduceByKeyAlgorithm, ReduceByKeyPlan};
 pub use scan::{ScanAlgorithm, ScanKind, ScanOptions};
-pub use segreduce::{Offset, ReduceByKeyPlan, SegPlan, SpmvPlan};
+pub use segreduce::{Csr, SegPlan, SpmvPlan};
 pub use source::{Counting, Map, Mapped, Source};
 pub use tuning::Tuning;

@@ -102,6 +102,38 @@ impl<T: Element> Op<T> {
     pub fn cuda_helpers(&self) -> &str {
         &self.cuda_helpers
     }
+
+    /// Compiles the CUDA expression (with its helpers) for `sm_{arch}` with NVRTC, without a
+    /// GPU (NVRTC alone suffices): a bad expression is [`Error::Compile`](crate::Error::Compile)
+    /// with NVRTC's log, caught before a primitive uses it; [`Error::NoNvrtc`](crate::Error::NoNvrtc)
+    /// where NVRTC is not found.
+    ///
+    /// ```
+    /// use mgpu::{Error, Op};
+    /// let typo = Op::<f32>::new("typo", 0.0, |a, b| a + b, "a +* b");
+    /// match typo.check_cuda(90) {
+    ///     Err(Error::Compile { log, .. }) => assert!(log.contains("error")),
+    ///     Err(Error::NoNvrtc(_)) => {} // no NVRTC here: nothing to check with
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// if mgpu::cuda::jit::nvrtc_available() {
+    ///     Op::<f32>::plus().check_cuda(90)?;
+    /// }
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn check_cuda(&self, arch: u32) -> crate::Result<()> {
+        crate::check::check::<T, T>(
+            &crate::check::Expression {
+                what: "operator",
+                name: &self.name,
+                helpers: &self.cuda_helpers,
+                expression: &self.cuda_expression,
+                binary: true,
+                result: "T",
+            },
+            arch,
+        )
+    }
 }
 
 /// Built-in arithmetic element types (the ten primitive numbers).
@@ -318,6 +350,33 @@ impl<T: Element> Comparator<T> {
     pub fn cuda_helpers(&self) -> &str {
         &self.cuda_helpers
     }
+
+    /// Compiles the CUDA expression (with its helpers) for `sm_{arch}` with NVRTC, without a
+    /// GPU (NVRTC alone suffices): a bad expression is [`Error::Compile`](crate::Error::Compile)
+    /// with NVRTC's log, caught before a primitive uses it; [`Error::NoNvrtc`](crate::Error::NoNvrtc)
+    /// where NVRTC is not found.
+    ///
+    /// ```
+    /// use mgpu::Comparator;
+    /// let by_abs = Comparator::new("by_abs", |a: &i32, b: &i32| a.abs() < b.abs(), "abs(a) < abs(b)");
+    /// if mgpu::cuda::jit::nvrtc_available() {
+    ///     by_abs.check_cuda(90)?;
+    /// }
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn check_cuda(&self, arch: u32) -> crate::Result<()> {
+        crate::check::check::<T, T>(
+            &crate::check::Expression {
+                what: "comparator",
+                name: &self.name,
+                helpers: &self.cuda_helpers,
+                expression: &self.cuda_expression,
+                binary: true,
+                result: "bool",
+            },
+            arch,
+        )
+    }
 }
 
 /// Total-order helpers for the built-in comparators (NaN last for `less`).
@@ -425,6 +484,35 @@ impl<T: Element> Predicate<T> {
     pub fn cuda_helpers(&self) -> &str {
         &self.cuda_helpers
     }
+
+    /// Compiles the CUDA expression (with its helpers) for `sm_{arch}` with NVRTC, without a
+    /// GPU (NVRTC alone suffices): a bad expression is [`Error::Compile`](crate::Error::Compile)
+    /// with NVRTC's log, caught before a primitive uses it; [`Error::NoNvrtc`](crate::Error::NoNvrtc)
+    /// where NVRTC is not found.
+    ///
+    /// ```
+    /// use mgpu::Predicate;
+    /// let even = Predicate::new("even", |x: &i32| x % 2 == 0, "x % 2 == 0");
+    /// let wrong = Predicate::new("wrong", |x: &i32| *x > 0, "y > 0"); // no `y` in scope
+    /// if mgpu::cuda::jit::nvrtc_available() {
+    ///     even.check_cuda(90)?;
+    ///     assert!(matches!(wrong.check_cuda(90), Err(mgpu::Error::Compile { .. })));
+    /// }
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn check_cuda(&self, arch: u32) -> crate::Result<()> {
+        crate::check::check::<T, T>(
+            &crate::check::Expression {
+                what: "predicate",
+                name: &self.name,
+                helpers: &self.cuda_helpers,
+                expression: &self.cuda_expression,
+                binary: false,
+                result: "bool",
+            },
+            arch,
+        )
+    }
 }
 
 impl<T: Arithmetic> Predicate<T> {
@@ -506,6 +594,33 @@ impl<T: Element> Equality<T> {
     /// CUDA C++ helper source.
     pub fn cuda_helpers(&self) -> &str {
         &self.cuda_helpers
+    }
+
+    /// Compiles the CUDA expression (with its helpers) for `sm_{arch}` with NVRTC, without a
+    /// GPU (NVRTC alone suffices): a bad expression is [`Error::Compile`](crate::Error::Compile)
+    /// with NVRTC's log, caught before a primitive uses it; [`Error::NoNvrtc`](crate::Error::NoNvrtc)
+    /// where NVRTC is not found.
+    ///
+    /// ```
+    /// use mgpu::Equality;
+    /// let same_tens = Equality::new("same_tens", |a: &u32, b: &u32| a / 10 == b / 10, "a / 10 == b / 10");
+    /// if mgpu::cuda::jit::nvrtc_available() {
+    ///     same_tens.check_cuda(90)?;
+    /// }
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn check_cuda(&self, arch: u32) -> crate::Result<()> {
+        crate::check::check::<T, T>(
+            &crate::check::Expression {
+                what: "equality",
+                name: &self.name,
+                helpers: &self.cuda_helpers,
+                expression: &self.cuda_expression,
+                binary: true,
+                result: "bool",
+            },
+            arch,
+        )
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::buffer::{check_place, ViewMut};
 use crate::context::{Backend, Context};
 use crate::cuda::{self, memory::DeviceMem, Gpu};
-use crate::error::{invalid, Result};
+use crate::error::{Error, LengthRule, Result};
 use crate::source::Source;
 use crate::tuning::{self, Family, Tuning};
 use crate::{cpu, Element, Op, Slice, SliceMut};
@@ -39,7 +39,14 @@ impl<'a, T: Element> Total<'a, T> {
         if let Some(d) = &device {
             check_place(ctx, &d.view().at, "the total's buffer")?;
             if d.is_empty() {
-                return invalid("the total's buffer is empty: it needs room for one element");
+                return Err(Error::LengthMismatch {
+                    call: "",
+                    argument: "the total's buffer",
+                    actual: 0,
+                    expected: 1,
+                    of: "",
+                    rule: LengthRule::AtLeast,
+                });
             }
         }
         Ok(TotalTo { device, host })

@@ -5,7 +5,7 @@ use crate::buffer::{output, ViewMut};
 use crate::context::Backend;
 use crate::cuda;
 use crate::cuda::jit::Load;
-use crate::error::{invalid, Result};
+use crate::error::{Error, LengthRule, Result};
 use crate::source::{Source, SourceParts};
 use crate::tuning::{self, Family, Tuning};
 use crate::{cpu, Context, Element, Op, SliceMut, Total};
@@ -144,11 +144,14 @@ impl Context {
         input.check(self, "the input")?;
         let output = crate::buffer::output(self, output, "the output")?;
         if output.len() < input.len {
-            return invalid(format!(
-                "scan: the output holds {} elements but the input has {}",
-                output.len(),
-                input.len
-            ));
+            return Err(Error::LengthMismatch {
+                call: "scan",
+                argument: "the output",
+                actual: output.len() as u64,
+                expected: input.len as u64,
+                of: "the input",
+                rule: LengthRule::AtLeast,
+            });
         }
         self.scan_impl(Some(input), output, op, options, total)
     }

@@ -4,7 +4,7 @@
 use crate::buffer::{input, output, View, ViewMut};
 use crate::context::Backend;
 use crate::cuda::{self, sort::SortValues, Gpu};
-use crate::error::{invalid, Result};
+use crate::error::{Error, LengthRule, Result};
 use crate::tuning::{self, Family, Tuning};
 use crate::{cpu, Comparator, Context, Element, Slice, SliceMut};
 use std::sync::Arc;
@@ -108,11 +108,14 @@ impl Context {
         let mut keys = output(self, keys, "the keys")?;
         let mut values = output(self, values, "the values")?;
         if keys.len() != values.len() {
-            return invalid(format!(
-                "sort_pairs: {} keys but {} values (they must be equal)",
-                keys.len(),
-                values.len()
-            ));
+            return Err(Error::LengthMismatch {
+                call: "sort_pairs",
+                argument: "values",
+                actual: values.len() as u64,
+                expected: keys.len() as u64,
+                of: "keys",
+                rule: LengthRule::Equal,
+            });
         }
         let t = sort_tuning(
             self,
@@ -158,17 +161,24 @@ impl Context {
         let mut keys = output(self, keys, "the keys")?;
         let mut indices = output(self, indices, "the indices")?;
         if keys.len() != indices.len() {
-            return invalid(format!(
-                "sort_indices: {} keys but {} indices (they must be equal)",
-                keys.len(),
-                indices.len()
-            ));
+            return Err(Error::LengthMismatch {
+                call: "sort_indices",
+                argument: "indices",
+                actual: indices.len() as u64,
+                expected: keys.len() as u64,
+                of: "keys",
+                rule: LengthRule::Equal,
+            });
         }
         if keys.len() as u64 > u32::MAX as u64 + 1 {
-            return invalid(format!(
-                "sort_indices: {} keys do not fit 32-bit indices; use sort_pairs with u64 values",
-                keys.len()
-            ));
+            return Err(Error::TooLarge {
+                call: "sort_indices",
+                what: "keys",
+                len: keys.len() as u64,
+                limited_by: "32-bit indices",
+                limit: u32::MAX as u64 + 1,
+                hint: "use sort_pairs with u64 values",
+            });
         }
         let t = sort_tuning(self, Family::SortPairs, std::mem::size_of::<K>(), 4, None)?;
         match &self.backend {
@@ -214,11 +224,14 @@ impl Context {
         let b = input(self, b, "B")?;
         let mut out = output(self, out, "the output")?;
         if out.len() < a.len() + b.len() {
-            return invalid(format!(
-                "merge: the output holds {} elements, A and B have {}",
-                out.len(),
-                a.len() + b.len()
-            ));
+            return Err(Error::LengthMismatch {
+                call: "merge",
+                argument: "the output",
+                actual: out.len() as u64,
+                expected: (a.len() + b.len()) as u64,
+                of: "A and B together",
+                rule: LengthRule::AtLeast,
+            });
         }
         let t = sort_tuning(self, Family::SortKeys, std::mem::size_of::<K>(), 0, None)?;
         match &self.backend {
@@ -267,23 +280,36 @@ impl Context {
         let b_values = input(self, b_values, "B's values")?;
         let mut out_keys = output(self, out_keys, "the output keys")?;
         let mut out_values = output(self, out_values, "the output values")?;
-        for (what, len, other) in [
-            ("A", a_keys.len(), a_values.len()),
-            ("B", b_keys.len(), b_values.len()),
+        for (argument, of, len, other) in [
+            ("values of A", "keys of A", a_keys.len(), a_values.len()),
+            ("values of B", "keys of B", b_keys.len(), b_values.len()),
         ] {
             if len != other {
-                return invalid(format!(
-                    "merge_pairs: {what} has {len} keys but {other} values"
-                ));
+                return Err(Error::LengthMismatch {
+                    call: "merge_pairs",
+                    argument,
+                    actual: other as u64,
+                    expected: len as u64,
+                    of,
+                    rule: LengthRule::Equal,
+                });
             }
         }
         let total = a_keys.len() + b_keys.len();
-        if out_keys.len() < total || out_values.len() < total {
-            return invalid(format!(
-                "merge_pairs: the outputs hold {} keys and {} values, A and B have {total}",
-                out_keys.len(),
-                out_values.len()
-            ));
+        for (argument, len) in [
+            ("the output keys", out_keys.len()),
+            ("the output values", out_values.len()),
+        ] {
+            if len < total {
+                return Err(Error::LengthMismatch {
+                    call: "merge_pairs",
+                    argument,
+                    actual: len as u64,
+                    expected: total as u64,
+                    of: "A and B together",
+                    rule: LengthRule::AtLeast,
+                });
+            }
         }
         let t = sort_tuning(
             self,

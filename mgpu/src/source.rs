@@ -6,7 +6,7 @@ use crate::buffer::{At, Slice, View};
 use crate::context::{Backend, Context};
 use crate::cuda::jit::Load;
 use crate::cuda::Gpu;
-use crate::error::{invalid, Result};
+use crate::error::{mismatch, Residence, Result};
 use crate::op::Arithmetic;
 use crate::Element;
 use std::borrow::Cow;
@@ -83,6 +83,35 @@ impl<I: Element, O: Element> Map<I, O> {
     /// CUDA C++ helper source for the expression.
     pub fn cuda_helpers(&self) -> &str {
         &self.cuda_helpers
+    }
+
+    /// Compiles the CUDA expression (with its helpers) from `I` to `O` for `sm_{arch}` with
+    /// NVRTC, without a GPU (NVRTC alone suffices): a bad expression is
+    /// [`Error::Compile`](crate::Error::Compile) with NVRTC's log, caught before a primitive uses
+    /// it; [`Error::NoNvrtc`](crate::Error::NoNvrtc) where NVRTC is not found.
+    ///
+    /// ```
+    /// use mgpu::Map;
+    /// let widen = Map::new("widen", |x: f32| x as f64, "(double)x");
+    /// let typo = Map::new("typo", |x: f32| x as f64, "(double)x)");
+    /// if mgpu::cuda::jit::nvrtc_available() {
+    ///     widen.check_cuda(90)?;
+    ///     assert!(matches!(typo.check_cuda(90), Err(mgpu::Error::Compile { .. })));
+    /// }
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn check_cuda(&self, arch: u32) -> Result<()> {
+        crate::check::check::<I, O>(
+            &crate::check::Expression {
+                what: "map",
+                name: &self.name,
+                helpers: &self.cuda_helpers,
+                expression: &self.cuda_expression,
+                binary: false,
+                result: "T",
+            },
+            arch,
+        )
     }
 }
 
@@ -282,15 +311,11 @@ impl<'a, T: Element> SourceParts<'a, T> {
                 if g.ctx.cu_ctx() == home.ctx.cu_ctx() {
                     Ok(())
                 } else {
-                    invalid(format!("{what} belongs to another GPU context"))
+                    Err(mismatch(what, Residence::OtherGpuContext, Residence::Gpu))
                 }
             }
-            (Backend::Cpu, _) => {
-                invalid(format!("{what} lives on a GPU but the context is the CPU"))
-            }
-            (Backend::Cuda(_), _) => {
-                invalid(format!("{what} lives on the CPU but the context is a GPU"))
-            }
+            (Backend::Cpu, _) => Err(mismatch(what, Residence::Gpu, Residence::Cpu)),
+            (Backend::Cuda(_), _) => Err(mismatch(what, Residence::Cpu, Residence::Gpu)),
         }
     }
 

@@ -4,7 +4,7 @@
 use crate::buffer::output;
 use crate::context::Backend;
 use crate::cuda;
-use crate::error::{invalid, Result};
+use crate::error::{Error, LengthRule, Result};
 use crate::source::Source;
 use crate::tuning::{self, Family};
 use crate::{cpu, Arithmetic, Context, Counting, Element, SliceMut};
@@ -29,11 +29,14 @@ impl Context {
         src.check(self, "the source")?;
         let mut dst = output(self, dst, "the destination")?;
         if dst.len() < src.len {
-            return invalid(format!(
-                "copy: the destination holds {} elements, the source has {}",
-                dst.len(),
-                src.len
-            ));
+            return Err(Error::LengthMismatch {
+                call: "copy",
+                argument: "the destination",
+                actual: dst.len() as u64,
+                expected: src.len as u64,
+                of: "the source",
+                rule: LengthRule::AtLeast,
+            });
         }
         match &self.backend {
             Backend::Cpu => {

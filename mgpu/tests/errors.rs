@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use mgpu::{Context, Op, ScanOptions, Total, Tuning};
+use mgpu::{Context, Error, Op, ScanOptions, Total, Tuning};
 
 #[test]
 fn output_shorter_than_input() {
@@ -118,4 +118,53 @@ fn child_context_new() {
     if std::env::var("MGPU_ERRORS_CHILD").is_ok() {
         println!("{}", Context::new().unwrap_err());
     }
+}
+
+/// Bad input comes as variants a program can match: the call, the argument, the index, what is
+/// wrong; the message still says it in words.
+#[test]
+fn bad_input_is_structured() {
+    use mgpu::{Csr, LengthRule, OffsetProblem};
+    let ctx = Context::cpu();
+    let data = ctx.upload(&[1, 2, 3, 4]).unwrap();
+    let mut short = ctx.zeros::<i32>(3).unwrap();
+    let err = ctx
+        .scan(&data, &mut short, &Op::plus(), ScanOptions::exclusive())
+        .unwrap_err();
+    assert!(err.is_invalid_input(), "{err:?}");
+    match err {
+        Error::LengthMismatch {
+            call: "scan",
+            argument: "the output",
+            actual: 3,
+            expected: 4,
+            rule: LengthRule::AtLeast,
+            ..
+        } => {}
+        other => panic!("{other:?}"),
+    }
+    match data.try_slice(2..9).unwrap_err() {
+        Error::RangeOutOfBounds { len: 4, .. } => {}
+        other => panic!("{other:?}"),
+    }
+    let offsets = ctx.upload(&[0u32, 1, 1, 3]).unwrap();
+    let mut out = ctx.zeros::<i32>(4).unwrap();
+    let err = ctx
+        .segreduce_csr(&data, Csr::new(&offsets), &mut out, &Op::plus())
+        .unwrap_err();
+    let text = err.to_string();
+    match err {
+        Error::InvalidOffset {
+            call: "segreduce_csr",
+            index: 2,
+            value: 1,
+            previous: Some(1),
+            count: 4,
+            problem: OffsetProblem::EmptySegment,
+        } => assert!(text.contains("Csr::allow_empty"), "{text}"),
+        other => panic!("{other:?}"),
+    }
+    ctx.segreduce_csr(&data, Csr::allow_empty(&offsets), &mut out, &Op::plus())
+        .unwrap();
+    assert_eq!(out.to_vec().unwrap(), [1, 0, 5, 4]);
 }

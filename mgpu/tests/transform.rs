@@ -468,7 +468,7 @@ fn copy_of_a_mapped_source_into_a_view() {
             let err = ctx
                 .copy(&v.map(&to_affine), &mut out.slice_mut(2..n + 1))
                 .unwrap_err();
-            assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+            assert!(matches!(err, Error::LengthMismatch { .. }), "{err}");
             check_region(
                 &out.to_vec().unwrap(),
                 &before,

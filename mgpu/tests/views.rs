@@ -464,7 +464,8 @@ fn views_other_operators() {
 
 fn expect_out_of_range<V>(result: mgpu::Result<V>, parts: &[&str], what: &str) {
     match result {
-        Err(Error::InvalidArgument(msg)) => {
+        Err(e @ Error::RangeOutOfBounds { .. }) => {
+            let msg = e.to_string();
             assert!(msg.contains("out of range"), "{what}: {msg}");
             for p in parts {
                 assert!(msg.contains(p), "{what}: `{p}` not in: {msg}");
@@ -644,7 +645,9 @@ fn slices_of_slices() {
             let mut m2 = m.slice_mut(3..);
             m2.slice_mut(..4).copy_from_host(&[7, 8, 9, 10]).unwrap();
             match m2.slice_mut(..4).copy_from_host(&[1, 2, 3]) {
-                Err(Error::InvalidArgument(msg)) => assert!(msg.contains("3 elements"), "{msg}"),
+                Err(e @ Error::LengthMismatch { .. }) => {
+                    assert!(e.to_string().contains("3 elements"), "{e}")
+                }
                 other => panic!("copy_from_host of a wrong length: {other:?}"),
             }
         }
@@ -723,11 +726,11 @@ fn view_lengths_are_checked() {
                 &Comparator::less(),
             )
             .unwrap_err();
-        assert!(err.to_string().contains("3 keys but 2 values"), "{err}");
+        assert!(err.to_string().contains("2 values for 3 keys"), "{err}");
         let err = ctx
             .copy(&input.slice(..4), &mut out.slice_mut(3..))
             .unwrap_err();
-        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        assert!(err.is_invalid_input(), "{err}");
         let mut empty_total = ctx.zeros::<i32>(4).unwrap();
         let err = ctx
             .reduce_to_device(&input, &Op::plus(), &mut empty_total.slice_mut(4..))

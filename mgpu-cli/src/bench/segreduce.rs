@@ -433,6 +433,11 @@ impl Line {
     }
 }
 
+/// The offsets, with empty segments allowed where the input has them.
+fn csr(offsets: &Buffer<u32>, support_empty: bool) -> mgpu::Csr<'_, u32> {
+    mgpu::Csr::new(offsets).with_empty(support_empty)
+}
+
 fn err(e: mgpu::Error) -> String {
     e.to_string()
 }
@@ -588,8 +593,8 @@ fn bench_segreduce<T: SegValue>(r: Run) -> Result<Vec<Line>, String> {
             r,
             r.first && d == 0,
             g,
-            |out| ctx.segreduce_csr(&values, &offsets, support_empty, out, &op),
-            || ctx.segreduce_plan::<T, u32>(&offsets, n, support_empty),
+            |out| ctx.segreduce_csr(&values, csr(&offsets, support_empty), out, &op),
+            || ctx.segreduce_plan::<T, u32>(csr(&offsets, support_empty), n),
             |plan, out| ctx.segreduce_apply(plan, &values, out, &op),
             |what, got| check_segreduce(what, got, &host_offsets, &bytes),
         )?);
@@ -672,8 +677,8 @@ fn bench_spmv<T: SpmvValue>(r: Run) -> Result<Vec<Line>, String> {
             r,
             r.first && d == 0,
             g,
-            |y| ctx.spmv_csr(&values, &cols, &offsets, &x, y, support_empty, &mul, &add),
-            || ctx.spmv_plan::<T, u32>(&cols, &offsets, m.ncols, support_empty),
+            |y| ctx.spmv_csr(&values, &cols, csr(&offsets, support_empty), &x, y, &mul, &add),
+            || ctx.spmv_plan::<T, u32>(&cols, csr(&offsets, support_empty), m.ncols),
             |plan, y| ctx.spmv_apply(plan, &values, &x, y, &mul, &add),
             |what, y| check_spmv(what, y, &m, &host_values, &host_x),
         )?);

@@ -1,6 +1,9 @@
 //! The CPU backend (rayon): the same semantics as the GPU, and the reference for every GPU test.
 //! Work is split into contiguous chunks combined in order, so non-commutative operators are safe.
 
+pub(crate) mod compact;
+pub(crate) mod segreduce;
+
 use crate::source::HostRead;
 use crate::{Element, Op};
 use rayon::prelude::*;

@@ -6,6 +6,7 @@ pub mod discover;
 pub mod family;
 pub mod jit;
 pub mod lookback;
+pub(crate) mod marshal;
 pub(crate) mod memory;
 pub mod occupancy;
 pub mod reduce;
@@ -25,7 +26,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub(crate) fn driver(what: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
-    move |source| Error::Driver { what, source }
+    move |e| Error::Driver {
+        what,
+        source: crate::error::DriverError::from_cudarc(e),
+    }
 }
 
 /// Whether the CUDA driver library can be loaded on this machine.

@@ -20,10 +20,10 @@ pub fn check_region<T: Element>(
         .unwrap_or_else(|e| panic!("{what}: after the view: {e}"));
 }
 
-/// An `Error::InvalidArgument` whose message names the problem (`needles`).
+/// An error of bad input (`Error::is_invalid_input`) whose message names the problem (`needles`).
 pub fn expect_invalid(err: Error, needles: &[&str], what: &str) {
     let msg = err.to_string();
-    assert!(matches!(err, Error::InvalidArgument(_)), "{what}: {err:?}");
+    assert!(err.is_invalid_input(), "{what}: {err:?}");
     for needle in needles {
         assert!(
             msg.contains(needle),

@@ -64,7 +64,7 @@ fn big_pattern(ctx: &Context, r: &mut StdRng, n: usize, k: usize) {
     let ob = ctx.upload(&offsets).unwrap();
 
     let mut out = poisoned::<u8>(ctx, segs);
-    ctx.segreduce_csr(&buf, &ob, true, &mut out, &Op::plus())
+    ctx.segreduce_csr(&buf, Csr::allow_empty(&ob), &mut out, &Op::plus())
         .unwrap_or_else(|e| panic!("{what} u8: {e}"));
     let expect: Vec<u8> = ends
         .iter()
@@ -78,11 +78,18 @@ fn big_pattern(ctx: &Context, r: &mut StdRng, n: usize, k: usize) {
         .map(|&(a, b)| pattern_prefix(b) - pattern_prefix(a))
         .collect();
     let mut out = poisoned::<u64>(ctx, segs);
-    ctx.segreduce_csr(&buf.map(&widen), &ob, true, &mut out, &Op::plus())
-        .unwrap_or_else(|e| panic!("{what} widened: {e}"));
+    ctx.segreduce_csr(
+        &buf.map(&widen),
+        Csr::allow_empty(&ob),
+        &mut out,
+        &Op::plus(),
+    )
+    .unwrap_or_else(|e| panic!("{what} widened: {e}"));
     check(&out.to_vec().unwrap(), &expect, &format!("{what} widened"));
 
-    let plan = ctx.segreduce_plan::<u64, u64>(&ob, n, true).unwrap();
+    let plan = ctx
+        .segreduce_plan::<u64, u64>(Csr::allow_empty(&ob), n)
+        .unwrap();
     let mut out = poisoned::<u64>(ctx, segs);
     ctx.segreduce_apply(&plan, &buf.map(&widen), &mut out, &Op::plus())
         .unwrap_or_else(|e| panic!("{what} widened plan: {e}"));
@@ -105,7 +112,7 @@ fn big_pattern(ctx: &Context, r: &mut StdRng, n: usize, k: usize) {
     // One segment over everything but the first item, which is its own: without support_empty.
     let o2 = ctx.upload(&[0u64, 1]).unwrap();
     let mut out = poisoned::<u64>(ctx, 2);
-    ctx.segreduce_csr(&buf.map(&widen), &o2, false, &mut out, &Op::plus())
+    ctx.segreduce_csr(&buf.map(&widen), Csr::new(&o2), &mut out, &Op::plus())
         .unwrap_or_else(|e| panic!("{what} one segment: {e}"));
     check(
         &out.to_vec().unwrap(),
@@ -132,8 +139,15 @@ fn big_pattern(ctx: &Context, r: &mut StdRng, n: usize, k: usize) {
     let iob = ctx.upload(&io).unwrap();
     let sb = ctx.upload(&src).unwrap();
     let mut out = poisoned::<u64>(ctx, lens.len());
-    ctx.segreduce_csr_indirect(&buf.map(&widen), &iob, &sb, true, &mut out, &Op::plus())
-        .unwrap_or_else(|e| panic!("{what} indirect: {e}"));
+    ctx.segreduce_csr_indirect(
+        &buf.map(&widen),
+        Csr::allow_empty(&iob),
+        &sb,
+        buf.len(),
+        &mut out,
+        &Op::plus(),
+    )
+    .unwrap_or_else(|e| panic!("{what} indirect: {e}"));
     check(&out.to_vec().unwrap(), &expect, &format!("{what} indirect"));
 }
 
@@ -187,7 +201,7 @@ fn u32_offsets_starting_at_u32_max() {
             .collect();
         let mut out = poisoned::<u64>(&ctx, offsets.len());
         let values = Counting::new(0u64, n as usize);
-        ctx.segreduce_csr(&values, &ob, true, &mut out, &Op::plus())
+        ctx.segreduce_csr(&values, Csr::allow_empty(&ob), &mut out, &Op::plus())
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         check(&out.to_vec().unwrap(), &expect, &what);
     }

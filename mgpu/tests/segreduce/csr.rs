@@ -31,17 +31,31 @@ fn golden_for<O: TestOffset>(ctx: &Context) {
     let offsets = ctx.upload(&to_o::<O>(&DEMO_STARTS)).unwrap();
     for support_empty in [false, true] {
         let mut out = poisoned::<i32>(ctx, 7);
-        ctx.segreduce_csr(&values, &offsets, support_empty, &mut out, &Op::plus())
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        ctx.segreduce_csr(
+            &values,
+            Csr::new(&offsets).with_empty(support_empty),
+            &mut out,
+            &Op::plus(),
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(out.to_vec().unwrap(), DEMO_SUMS, "{what} ({support_empty})");
     }
     // Indirect with sources = the offsets is the direct reduction.
     let mut out = poisoned::<i32>(ctx, 7);
-    ctx.segreduce_csr_indirect(&values, &offsets, &offsets, false, &mut out, &Op::plus())
-        .unwrap();
+    ctx.segreduce_csr_indirect(
+        &values,
+        Csr::new(&offsets),
+        &offsets,
+        values.len(),
+        &mut out,
+        &Op::plus(),
+    )
+    .unwrap();
     assert_eq!(out.to_vec().unwrap(), DEMO_SUMS, "{what} indirect");
     // A plan.
-    let plan = ctx.segreduce_plan::<i32, O>(&offsets, 100, false).unwrap();
+    let plan = ctx
+        .segreduce_plan::<i32, O>(Csr::new(&offsets), 100)
+        .unwrap();
     assert_eq!((plan.num_segments(), plan.count()), (7, 100), "{what}");
     let mut out = poisoned::<i32>(ctx, 7);
     ctx.segreduce_apply(&plan, &values, &mut out, &Op::plus())
@@ -51,7 +65,7 @@ fn golden_for<O: TestOffset>(ctx: &Context) {
     let cols: Vec<u32> = (0..100).collect();
     let cols = ctx.upload(&cols).unwrap();
     let mut y = poisoned::<i32>(ctx, 7);
-    ctx.spmv_csr_unary(&cols, &offsets, &values, &mut y, false, &Op::plus())
+    ctx.spmv_csr_unary(&cols, Csr::new(&offsets), &values, &mut y, &Op::plus())
         .unwrap();
     assert_eq!(y.to_vec().unwrap(), DEMO_SUMS, "{what} spmv");
 }
@@ -98,8 +112,13 @@ fn distributions<T: TestElement, O: TestOffset>(
                         continue;
                     }
                     let mut out = poisoned::<T>(&ctx, offsets.len());
-                    ctx.segreduce_csr(&vbuf, &obuf, support_empty, &mut out, op)
-                        .unwrap_or_else(|e| panic!("{what} ({support_empty}): {e}"));
+                    ctx.segreduce_csr(
+                        &vbuf,
+                        Csr::new(&obuf).with_empty(support_empty),
+                        &mut out,
+                        op,
+                    )
+                    .unwrap_or_else(|e| panic!("{what} ({support_empty}): {e}"));
                     check(
                         &out.to_vec().unwrap(),
                         &expect,
@@ -217,8 +236,13 @@ fn distributions_many_tiles() {
                 let expect = reference(&offsets, n, None, |m| values[m], &Op::plus());
                 let obuf = ctx.upload(&to_o::<u32>(&offsets)).unwrap();
                 let mut out = poisoned::<i32>(&ctx, offsets.len());
-                ctx.segreduce_csr(&vbuf, &obuf, support_empty, &mut out, &Op::plus())
-                    .unwrap();
+                ctx.segreduce_csr(
+                    &vbuf,
+                    Csr::new(&obuf).with_empty(support_empty),
+                    &mut out,
+                    &Op::plus(),
+                )
+                .unwrap();
                 check(
                     &out.to_vec().unwrap(),
                     &expect,
@@ -228,8 +252,13 @@ fn distributions_many_tiles() {
                 let abuf = ctx.upload(&avals).unwrap();
                 let expect = reference(&offsets, n, None, |m| avals[m], &affine_op());
                 let mut out = poisoned::<Affine>(&ctx, offsets.len());
-                ctx.segreduce_csr(&abuf, &obuf, support_empty, &mut out, &affine_op())
-                    .unwrap();
+                ctx.segreduce_csr(
+                    &abuf,
+                    Csr::new(&obuf).with_empty(support_empty),
+                    &mut out,
+                    &affine_op(),
+                )
+                .unwrap();
                 check(
                     &out.to_vec().unwrap(),
                     &expect,
@@ -254,18 +283,27 @@ fn zero_count_and_all_empty() {
         let wide = ctx.upload(&vec![0u64; k]).unwrap();
         let expect = vec![op.identity(); k];
         let mut out = poisoned::<T>(ctx, k);
-        ctx.segreduce_csr(&values, &offsets, true, &mut out, op)
+        ctx.segreduce_csr(&values, Csr::allow_empty(&offsets), &mut out, op)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         check(&out.to_vec().unwrap(), &expect, &what);
         let mut out = poisoned::<T>(ctx, k);
-        ctx.segreduce_csr(&values, &wide, true, &mut out, op)
+        ctx.segreduce_csr(&values, Csr::allow_empty(&wide), &mut out, op)
             .unwrap_or_else(|e| panic!("{what} u64: {e}"));
         check(&out.to_vec().unwrap(), &expect, &format!("{what} u64"));
         let mut out = poisoned::<T>(ctx, k);
-        ctx.segreduce_csr_indirect(&values, &offsets, &offsets, true, &mut out, op)
-            .unwrap_or_else(|e| panic!("{what} indirect: {e}"));
+        ctx.segreduce_csr_indirect(
+            &values,
+            Csr::allow_empty(&offsets),
+            &offsets,
+            values.len(),
+            &mut out,
+            op,
+        )
+        .unwrap_or_else(|e| panic!("{what} indirect: {e}"));
         check(&out.to_vec().unwrap(), &expect, &format!("{what} indirect"));
-        let plan = ctx.segreduce_plan::<T, u64>(&wide, 0, true).unwrap();
+        let plan = ctx
+            .segreduce_plan::<T, u64>(Csr::allow_empty(&wide), 0)
+            .unwrap();
         let mut out = poisoned::<T>(ctx, k);
         ctx.segreduce_apply(&plan, &values, &mut out, op)
             .unwrap_or_else(|e| panic!("{what} plan: {e}"));
@@ -274,7 +312,7 @@ fn zero_count_and_all_empty() {
             // Without support_empty: offsets[0] = 0 is the end of the (empty) input.
             let mut out = poisoned::<T>(ctx, k);
             let e = ctx
-                .segreduce_csr(&values, &offsets, false, &mut out, op)
+                .segreduce_csr(&values, Csr::new(&offsets), &mut out, op)
                 .unwrap_err();
             expect_invalid(e, &["offsets[0] = 0 is the end of the input"], &what);
             check(
@@ -304,18 +342,23 @@ fn zero_count_and_all_empty() {
             ctx.spmv_csr(
                 &matrix,
                 &cols,
-                &offsets,
+                Csr::allow_empty(&offsets),
                 &x,
                 &mut y,
-                true,
                 &Op::multiplies(),
                 &Op::plus(),
             )
             .unwrap_or_else(|e| panic!("{what}: {e}"));
             check(&y.to_vec().unwrap(), &vec![0.0; k], &what);
             let mut y = poisoned::<f64>(&ctx, k);
-            ctx.spmv_csr_unary(&cols, &offsets, &x, &mut y, true, &Op::maximum())
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            ctx.spmv_csr_unary(
+                &cols,
+                Csr::allow_empty(&offsets),
+                &x,
+                &mut y,
+                &Op::maximum(),
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
             check(&y.to_vec().unwrap(), &vec![f64::NEG_INFINITY; k], &what);
         }
     }

@@ -14,10 +14,20 @@ fn csr_case(ctx: &Context, offsets: &[u64], support_empty: bool, expect: Result<
         let mut out = poisoned::<i32>(ctx, k);
         let res = if wide {
             let o = ctx.upload(offsets).unwrap();
-            ctx.segreduce_csr(&vbuf, &o, support_empty, &mut out, &Op::plus())
+            ctx.segreduce_csr(
+                &vbuf,
+                Csr::new(&o).with_empty(support_empty),
+                &mut out,
+                &Op::plus(),
+            )
         } else {
             let o = ctx.upload(&to_o::<u32>(offsets)).unwrap();
-            ctx.segreduce_csr(&vbuf, &o, support_empty, &mut out, &Op::plus())
+            ctx.segreduce_csr(
+                &vbuf,
+                Csr::new(&o).with_empty(support_empty),
+                &mut out,
+                &Op::plus(),
+            )
         };
         match expect {
             Ok(sums) => {
@@ -38,7 +48,7 @@ fn csr_case(ctx: &Context, offsets: &[u64], support_empty: bool, expect: Result<
         }
         // The same geometry through a plan.
         let o = ctx.upload(offsets).unwrap();
-        let plan = ctx.segreduce_plan::<i32, u64>(&o, 10, support_empty);
+        let plan = ctx.segreduce_plan::<i32, u64>(Csr::new(&o).with_empty(support_empty), 10);
         match expect {
             Ok(sums) => {
                 let plan = plan.unwrap_or_else(|e| panic!("{what} plan: {e}"));
@@ -82,7 +92,7 @@ fn validation_errors_name_the_first_bad_index() {
             &ctx,
             &[0, 2, 2, 5],
             false,
-            Err(&["offsets[2] = 2 equals offsets[1]", "support_empty"]),
+            Err(&["offsets[2] = 2 equals offsets[1]", "Csr::allow_empty"]),
         );
         csr_case(&ctx, &[0, 2, 2, 5], true, Ok(&[3, 0, 12, 40]));
         csr_case(
@@ -129,7 +139,7 @@ fn validation_errors_name_the_first_bad_index() {
         for k in [2, 4] {
             let mut out = poisoned::<i32>(&ctx, k);
             let e = ctx
-                .segreduce_csr(&values, &offsets, false, &mut out, &Op::plus())
+                .segreduce_csr(&values, Csr::new(&offsets), &mut out, &Op::plus())
                 .unwrap_err();
             expect_invalid(
                 e,
@@ -142,7 +152,7 @@ fn validation_errors_name_the_first_bad_index() {
         let empty = ctx.upload::<u32>(&[]).unwrap();
         let mut out = ctx.upload::<i32>(&[]).unwrap();
         let e = ctx
-            .segreduce_csr(&values, &empty, true, &mut out, &Op::plus())
+            .segreduce_csr(&values, Csr::allow_empty(&empty), &mut out, &Op::plus())
             .unwrap_err();
         expect_invalid(
             e,
@@ -153,7 +163,14 @@ fn validation_errors_name_the_first_bad_index() {
             "empty offsets",
         );
         let e = ctx
-            .segreduce_csr_indirect(&values, &empty, &empty, true, &mut out, &Op::plus())
+            .segreduce_csr_indirect(
+                &values,
+                Csr::allow_empty(&empty),
+                &empty,
+                values.len(),
+                &mut out,
+                &Op::plus(),
+            )
             .unwrap_err();
         expect_invalid(
             e,
@@ -162,7 +179,7 @@ fn validation_errors_name_the_first_bad_index() {
         );
         // ... which is fine without values.
         let none = ctx.upload::<i32>(&[]).unwrap();
-        ctx.segreduce_csr(&none, &empty, false, &mut out, &Op::plus())
+        ctx.segreduce_csr(&none, Csr::new(&empty), &mut out, &Op::plus())
             .unwrap();
 
         // Indirect: sources past the end, wrong number of sources, bad offsets.
@@ -171,7 +188,14 @@ fn validation_errors_name_the_first_bad_index() {
             let o = ctx.upload(offsets).unwrap();
             let s = ctx.upload(sources).unwrap();
             let mut out = poisoned::<i32>(&ctx, offsets.len());
-            let res = ctx.segreduce_csr_indirect(&values, &o, &s, true, &mut out, &Op::plus());
+            let res = ctx.segreduce_csr_indirect(
+                &values,
+                Csr::allow_empty(&o),
+                &s,
+                values.len(),
+                &mut out,
+                &Op::plus(),
+            );
             match ok {
                 Ok(sums) => {
                     res.unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -213,7 +237,14 @@ fn validation_errors_name_the_first_bad_index() {
         let s = ctx.upload(&[0u32, 0, 0]).unwrap();
         let mut out = poisoned::<i32>(&ctx, 3);
         let e = ctx
-            .segreduce_csr_indirect(&values, &o, &s, false, &mut out, &Op::plus())
+            .segreduce_csr_indirect(
+                &values,
+                Csr::new(&o),
+                &s,
+                values.len(),
+                &mut out,
+                &Op::plus(),
+            )
             .unwrap_err();
         expect_invalid(e, &["offsets[2] = 2 equals offsets[1]"], "indirect strict");
         check(
@@ -236,7 +267,7 @@ fn validation_errors_name_the_first_bad_index() {
             still_usable(&ctx, what);
         };
         let e = ctx
-            .spmv_csr(&m4, &bad_cols, &offs, &x, &mut y, false, &mul, &add)
+            .spmv_csr(&m4, &bad_cols, Csr::new(&offs), &x, &mut y, &mul, &add)
             .unwrap_err();
         expect_invalid(
             e,
@@ -248,12 +279,12 @@ fn validation_errors_name_the_first_bad_index() {
         );
         spmv_poison(&y, "spmv cols");
         let e = ctx
-            .spmv_csr_unary(&bad_cols, &offs, &x, &mut y, false, &add)
+            .spmv_csr_unary(&bad_cols, Csr::new(&offs), &x, &mut y, &add)
             .unwrap_err();
         expect_invalid(e, &["spmv_csr_unary", "cols[2] = 5"], "spmv unary cols");
         spmv_poison(&y, "spmv unary cols");
         let e = ctx
-            .spmv_csr(&m3, &good_cols, &offs, &x, &mut y, false, &mul, &add)
+            .spmv_csr(&m3, &good_cols, Csr::new(&offs), &x, &mut y, &mul, &add)
             .unwrap_err();
         expect_invalid(
             e,
@@ -263,7 +294,17 @@ fn validation_errors_name_the_first_bad_index() {
         spmv_poison(&y, "spmv matrix len");
         let srcs = ctx.upload(&[0u32, 3]).unwrap();
         let e = ctx
-            .spmv_csr_indirect(&m4, &good_cols, &offs, &srcs, &x, &mut y, false, &mul, &add)
+            .spmv_csr_indirect(
+                &m4,
+                &good_cols,
+                Csr::new(&offs),
+                &srcs,
+                good_cols.len(),
+                &x,
+                &mut y,
+                &mul,
+                &add,
+            )
             .unwrap_err();
         expect_invalid(
             e,
@@ -275,7 +316,15 @@ fn validation_errors_name_the_first_bad_index() {
         );
         spmv_poison(&y, "spmv sources");
         let e = ctx
-            .spmv_csr_indirect_unary(&bad_cols, &offs, &offs, &x, &mut y, false, &add)
+            .spmv_csr_indirect_unary(
+                &bad_cols,
+                Csr::new(&offs),
+                &offs,
+                bad_cols.len(),
+                &x,
+                &mut y,
+                &add,
+            )
             .unwrap_err();
         expect_invalid(
             e,
@@ -285,7 +334,7 @@ fn validation_errors_name_the_first_bad_index() {
         spmv_poison(&y, "spmv indirect cols");
         let bad_offs = ctx.upload(&[0u32, 4]).unwrap();
         let e = ctx
-            .spmv_csr(&m4, &good_cols, &bad_offs, &x, &mut y, false, &mul, &add)
+            .spmv_csr(&m4, &good_cols, Csr::new(&bad_offs), &x, &mut y, &mul, &add)
             .unwrap_err();
         expect_invalid(
             e,
@@ -295,7 +344,7 @@ fn validation_errors_name_the_first_bad_index() {
         spmv_poison(&y, "spmv offs");
         let mut y3 = poisoned::<f32>(&ctx, 3);
         let e = ctx
-            .spmv_csr(&m4, &good_cols, &offs, &x, &mut y3, false, &mul, &add)
+            .spmv_csr(&m4, &good_cols, Csr::new(&offs), &x, &mut y3, &mul, &add)
             .unwrap_err();
         expect_invalid(
             e,
@@ -305,15 +354,15 @@ fn validation_errors_name_the_first_bad_index() {
         check(&y3.to_vec().unwrap(), &[f32::poison(); 3], "spmv y len");
         // Plans check columns; the apply checks lengths.
         let e = ctx
-            .spmv_plan::<f32, u32>(&bad_cols, &offs, 5, false)
+            .spmv_plan::<f32, u32>(&bad_cols, Csr::new(&offs), 5)
             .unwrap_err();
         expect_invalid(e, &["spmv_plan", "cols[2] = 5"], "spmv plan cols");
         let e = ctx
-            .spmv_plan::<f32, u32>(&good_cols, &bad_offs, 5, false)
+            .spmv_plan::<f32, u32>(&good_cols, Csr::new(&bad_offs), 5)
             .unwrap_err();
         expect_invalid(e, &["spmv_plan", "offsets[1] = 4"], "spmv plan offs");
         let plan = ctx
-            .spmv_plan::<f32, u32>(&good_cols, &offs, 5, false)
+            .spmv_plan::<f32, u32>(&good_cols, Csr::new(&offs), 5)
             .unwrap();
         let e = ctx
             .spmv_apply(&plan, &m3, &x, &mut y, &mul, &add)
@@ -348,13 +397,23 @@ fn first_bad_index_among_many() {
             let o = ctx.upload(&to_o::<u32>(offsets)).unwrap();
             let mut out = poisoned::<u8>(&ctx, k);
             let e = ctx
-                .segreduce_csr(&values, &o, support_empty, &mut out, &Op::plus())
+                .segreduce_csr(
+                    &values,
+                    Csr::new(&o).with_empty(support_empty),
+                    &mut out,
+                    &Op::plus(),
+                )
                 .unwrap_err();
             expect_invalid(e, &[needle], &what);
             check(&out.to_vec().unwrap(), &vec![u8::poison(); k], &what);
             let o = ctx.upload(offsets).unwrap();
             let e = ctx
-                .segreduce_csr(&values, &o, support_empty, &mut out, &Op::plus())
+                .segreduce_csr(
+                    &values,
+                    Csr::new(&o).with_empty(support_empty),
+                    &mut out,
+                    &Op::plus(),
+                )
                 .unwrap_err();
             expect_invalid(e, &[needle], &what);
             check(&out.to_vec().unwrap(), &vec![u8::poison(); k], &what);
@@ -414,7 +473,14 @@ fn first_bad_index_among_many() {
         let sb = ctx.upload(&s).unwrap();
         let mut out = poisoned::<u8>(&ctx, k);
         let e = ctx
-            .segreduce_csr_indirect(&values, &o, &sb, false, &mut out, &Op::plus())
+            .segreduce_csr_indirect(
+                &values,
+                Csr::new(&o),
+                &sb,
+                values.len(),
+                &mut out,
+                &Op::plus(),
+            )
             .unwrap_err();
         expect_invalid(
             e,
@@ -440,7 +506,7 @@ fn first_bad_index_among_many() {
         let cb = ctx.upload(&cols).unwrap();
         let mut y = poisoned::<f32>(&ctx, k);
         let e = ctx
-            .spmv_csr_unary(&cb, &o, &x, &mut y, false, &Op::plus())
+            .spmv_csr_unary(&cb, Csr::new(&o), &x, &mut y, &Op::plus())
             .unwrap_err();
         expect_invalid(
             e,
@@ -453,7 +519,7 @@ fn first_bad_index_among_many() {
         bad[123_456] = bad[123_455];
         let ob = ctx.upload(&to_o::<u32>(&bad)).unwrap();
         let e = ctx
-            .spmv_csr_unary(&cb, &ob, &x, &mut y, false, &Op::plus())
+            .spmv_csr_unary(&cb, Csr::new(&ob), &x, &mut y, &Op::plus())
             .unwrap_err();
         expect_invalid(e, &["offsets[123456]"], "offsets before cols");
         still_usable(&ctx, "many");

@@ -41,7 +41,7 @@ fn plans_for<T: TestElement, O: TestOffset>(ctx: &Context, r: &mut StdRng, ops: 
             let k = offsets.len();
             let obuf = ctx.upload(&to_o::<O>(&offsets)).unwrap();
             let plan = ctx
-                .segreduce_plan::<T, O>(&obuf, n, true)
+                .segreduce_plan::<T, O>(Csr::allow_empty(&obuf), n)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!((plan.num_segments(), plan.count()), (k, n), "{what}");
             let arrays: Vec<Vec<T>> = (0..3).map(|_| random_vec(r, n)).collect();
@@ -131,7 +131,7 @@ fn plans_with_sources_and_checks() {
         let (offsets, _) = offsets_of(&lengths);
         let k = offsets.len();
         let obuf = ctx.upload(&to_o::<u32>(&offsets)).unwrap();
-        let plan = ctx.segreduce_plan::<i64, u32>(&obuf, n, false).unwrap();
+        let plan = ctx.segreduce_plan::<i64, u32>(Csr::new(&obuf), n).unwrap();
         let v: Vec<i64> = (0..n).map(|_| r.random_range(-3000..3000)).collect();
         let vbuf = ctx.upload(&v).unwrap();
         let sq = Map::<i64, i64>::square();
@@ -157,18 +157,26 @@ fn plans_with_sources_and_checks() {
 
         // Making a plan checks the geometry.
         let bad = ctx.upload(&[0u32, 4, 4, 9]).unwrap();
-        let e = ctx.segreduce_plan::<i32, u32>(&bad, 10, false).unwrap_err();
+        let e = ctx
+            .segreduce_plan::<i32, u32>(Csr::new(&bad), 10)
+            .unwrap_err();
         expect_invalid(
             e,
             &["segreduce_plan", "offsets[2] = 4 equals offsets[1]"],
             "plan",
         );
-        let e = ctx.segreduce_plan::<i32, u32>(&bad, 8, true).unwrap_err();
+        let e = ctx
+            .segreduce_plan::<i32, u32>(Csr::allow_empty(&bad), 8)
+            .unwrap_err();
         expect_invalid(e, &["offsets[3] = 9 is past the end"], "plan");
         let empty = ctx.upload::<u64>(&[]).unwrap();
-        let e = ctx.segreduce_plan::<i32, u64>(&empty, 5, true).unwrap_err();
+        let e = ctx
+            .segreduce_plan::<i32, u64>(Csr::allow_empty(&empty), 5)
+            .unwrap_err();
         expect_invalid(e, &["no segments (empty offsets) for 5 positions"], "plan");
-        let plan = ctx.segreduce_plan::<i32, u64>(&empty, 0, true).unwrap();
+        let plan = ctx
+            .segreduce_plan::<i32, u64>(Csr::allow_empty(&empty), 0)
+            .unwrap();
         let mut out = ctx.upload::<i32>(&[]).unwrap();
         ctx.segreduce_apply(
             &plan,
@@ -183,7 +191,9 @@ fn plans_with_sources_and_checks() {
     if let Some(gpu) = gpu() {
         let cpu = Context::cpu();
         let coffsets = cpu.upload(&[0u32, 2, 5]).unwrap();
-        let cplan = cpu.segreduce_plan::<i32, u32>(&coffsets, 6, false).unwrap();
+        let cplan = cpu
+            .segreduce_plan::<i32, u32>(Csr::new(&coffsets), 6)
+            .unwrap();
         let gvalues = gpu.upload(&[1, 2, 3, 4, 5, 6]).unwrap();
         let mut gout = poisoned::<i32>(&gpu, 3);
         assert!(gpu
@@ -195,7 +205,9 @@ fn plans_with_sources_and_checks() {
             "cpu plan on gpu",
         );
         let goffsets = gpu.upload(&[0u32, 2, 5]).unwrap();
-        let gplan = gpu.segreduce_plan::<i32, u32>(&goffsets, 6, false).unwrap();
+        let gplan = gpu
+            .segreduce_plan::<i32, u32>(Csr::new(&goffsets), 6)
+            .unwrap();
         let cvalues = cpu.upload(&[1, 2, 3, 4, 5, 6]).unwrap();
         let mut cout = poisoned::<i32>(&cpu, 3);
         assert!(cpu

@@ -13,7 +13,7 @@ fn direct<T: TestElement, O: TestOffset>(
 ) {
     let expect = reference(host, values.source_len(), None, item, op);
     let mut out = poisoned::<T>(ctx, host.len());
-    ctx.segreduce_csr(values, offsets, true, &mut out, op)
+    ctx.segreduce_csr(values, Csr::allow_empty(offsets), &mut out, op)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     check(&out.to_vec().unwrap(), &expect, what);
 }
@@ -69,9 +69,9 @@ fn mapped_and_counting_sources() {
                 let mut out = poisoned::<u64>(&ctx, k);
                 ctx.segreduce_csr_indirect(
                     &vbuf.map(&widen),
-                    &o32,
+                    Csr::allow_empty(&o32),
                     &sbuf,
-                    true,
+                    vbuf.len(),
                     &mut out,
                     &Op::plus(),
                 )

@@ -5,19 +5,19 @@
 use super::*;
 
 /// A CSR matrix's structure: row offsets and column indices, for a vector of `x_len`.
-pub(crate) struct Csr {
+pub(crate) struct CsrMatrix {
     pub offsets: Vec<u64>,
     pub cols: Vec<u32>,
     pub x_len: usize,
 }
 
-impl Csr {
+impl CsrMatrix {
     /// Rows of `lengths` nonzeros in random columns.
-    fn random(r: &mut StdRng, lengths: &[usize]) -> Csr {
+    fn random(r: &mut StdRng, lengths: &[usize]) -> CsrMatrix {
         let (offsets, nnz) = offsets_of(lengths);
         let x_len = r.random_range(1..=lengths.len().max(1) + 10);
         let cols = (0..nnz).map(|_| r.random_range(0..x_len as u32)).collect();
-        Csr {
+        CsrMatrix {
             offsets,
             cols,
             x_len,
@@ -25,7 +25,7 @@ impl Csr {
     }
 
     /// The 2-D 5-point Laplacian on a g x g grid (columns sorted in each row).
-    fn laplacian(g: usize) -> (Csr, Vec<f64>) {
+    fn laplacian(g: usize) -> (CsrMatrix, Vec<f64>) {
         let mut offsets = Vec::with_capacity(g * g);
         let mut cols = Vec::with_capacity(5 * g * g);
         let mut vals = Vec::with_capacity(5 * g * g);
@@ -52,7 +52,7 @@ impl Csr {
             }
         }
         (
-            Csr {
+            CsrMatrix {
                 offsets,
                 cols,
                 x_len: g * g,
@@ -96,7 +96,7 @@ impl Csr {
 fn check_spmv<T: TestElement, O: TestOffset>(
     ctx: &Context,
     r: &mut StdRng,
-    csr: &Csr,
+    csr: &CsrMatrix,
     matrices: [&[T]; 2],
     xs: [&[T]; 2],
     support_empty: bool,
@@ -122,14 +122,28 @@ fn check_spmv<T: TestElement, O: TestOffset>(
 
     let expect = csr.product(None, Some(matrices[0]), xs[0], mul, add);
     let mut y = poisoned::<T>(ctx, rows);
-    ctx.spmv_csr(&m0, &cols, &offsets, &x0, &mut y, support_empty, mul, add)
-        .unwrap_or_else(|e| panic!("{what} binary: {e}"));
+    ctx.spmv_csr(
+        &m0,
+        &cols,
+        Csr::new(&offsets).with_empty(support_empty),
+        &x0,
+        &mut y,
+        mul,
+        add,
+    )
+    .unwrap_or_else(|e| panic!("{what} binary: {e}"));
     check(&y.to_vec().unwrap(), &expect, &format!("{what} binary"));
 
     let expect = csr.product(None, None, xs[1], mul, add);
     let mut y = poisoned::<T>(ctx, rows);
-    ctx.spmv_csr_unary(&cols, &offsets, &x1, &mut y, support_empty, add)
-        .unwrap_or_else(|e| panic!("{what} unary: {e}"));
+    ctx.spmv_csr_unary(
+        &cols,
+        Csr::new(&offsets).with_empty(support_empty),
+        &x1,
+        &mut y,
+        add,
+    )
+    .unwrap_or_else(|e| panic!("{what} unary: {e}"));
     check(&y.to_vec().unwrap(), &expect, &format!("{what} unary"));
 
     let sources = random_sources(r, &csr.offsets, csr.nnz(), csr.nnz());
@@ -139,11 +153,11 @@ fn check_spmv<T: TestElement, O: TestOffset>(
     ctx.spmv_csr_indirect(
         &m1,
         &cols,
-        &offsets,
+        Csr::new(&offsets).with_empty(support_empty),
         &sbuf,
+        cols.len(),
         &x0,
         &mut y,
-        support_empty,
         mul,
         add,
     )
@@ -156,8 +170,16 @@ fn check_spmv<T: TestElement, O: TestOffset>(
 
     let expect = csr.product(Some(&sources), None, xs[0], mul, add);
     let mut y = poisoned::<T>(ctx, rows);
-    ctx.spmv_csr_indirect_unary(&cols, &offsets, &sbuf, &x0, &mut y, support_empty, add)
-        .unwrap_or_else(|e| panic!("{what} indirect unary: {e}"));
+    ctx.spmv_csr_indirect_unary(
+        &cols,
+        Csr::new(&offsets).with_empty(support_empty),
+        &sbuf,
+        cols.len(),
+        &x0,
+        &mut y,
+        add,
+    )
+    .unwrap_or_else(|e| panic!("{what} indirect unary: {e}"));
     check(
         &y.to_vec().unwrap(),
         &expect,
@@ -166,7 +188,11 @@ fn check_spmv<T: TestElement, O: TestOffset>(
 
     // Plans.
     let plan = ctx
-        .spmv_plan::<T, O>(&cols, &offsets, csr.x_len, support_empty)
+        .spmv_plan::<T, O>(
+            &cols,
+            Csr::new(&offsets).with_empty(support_empty),
+            csr.x_len,
+        )
         .unwrap_or_else(|e| panic!("{what} plan: {e}"));
     let pairs = [
         (matrices[0], &m0, xs[0], &x0),
@@ -241,7 +267,7 @@ fn spmv_suite<T: TestElement + Arithmetic, O: TestOffset>(gen: impl Fn(&mut StdR
                         .flat_map(|l| if l % 3 == 0 { vec![0, l] } else { vec![l] })
                         .collect();
                 }
-                let csr = Csr::random(&mut r, &lengths);
+                let csr = CsrMatrix::random(&mut r, &lengths);
                 let has_empty = lengths.contains(&0);
                 let m: Vec<Vec<T>> = (0..2)
                     .map(|_| (0..nnz).map(|_| gen(&mut r)).collect())
@@ -296,7 +322,7 @@ fn spmv_views_for<T: TestElement + Arithmetic, O: TestOffset>(ctx: &Context, r: 
         if ctx.is_gpu() { MULTI_TILE } else { 10_007 },
     ] {
         let lengths = gen_lengths(r, nnz, Dist::Uniform(40), nv);
-        let csr = Csr::random(r, &lengths);
+        let csr = CsrMatrix::random(r, &lengths);
         let rows = csr.offsets.len();
         let what = format!(
             "{ctx:?} spmv views {}/{} nnz={nnz} rows={rows}",
@@ -334,10 +360,9 @@ fn spmv_views_for<T: TestElement + Arithmetic, O: TestOffset>(ctx: &Context, r: 
         ctx.spmv_csr(
             &m,
             &c,
-            &obuf,
+            Csr::allow_empty(&obuf),
             &x,
             &mut y.slice_mut(5..5 + rows),
-            true,
             &mul,
             &add,
         )
@@ -345,7 +370,7 @@ fn spmv_views_for<T: TestElement + Arithmetic, O: TestOffset>(ctx: &Context, r: 
         check(&y.to_vec().unwrap(), &full, &what);
 
         let plan = ctx
-            .spmv_plan::<T, O>(&c, &obuf, csr.x_len, true)
+            .spmv_plan::<T, O>(&c, Csr::allow_empty(&obuf), csr.x_len)
             .unwrap_or_else(|e| panic!("{what} plan: {e}"));
         let mut y = poisoned::<T>(ctx, rows + 9);
         ctx.spmv_apply(&plan, &m, &x, &mut y.slice_mut(5..5 + rows), &mul, &add)
@@ -374,7 +399,7 @@ fn spmv_laplacian() {
             &[1, 2, 37, 120]
         };
         for &g in gs {
-            let (csr, vals) = Csr::laplacian(g);
+            let (csr, vals) = CsrMatrix::laplacian(g);
             let x: Vec<Vec<f64>> = (0..2)
                 .map(|_| (0..g * g).map(|_| r.random_range(1..16) as f64).collect())
                 .collect();
@@ -417,10 +442,9 @@ fn spmv_laplacian() {
                 ctx.spmv_csr(
                     &m,
                     &cols,
-                    &offsets,
+                    Csr::new(&offsets),
                     &ones,
                     &mut y,
-                    false,
                     &Op::multiplies(),
                     &Op::plus(),
                 )
@@ -451,7 +475,7 @@ fn spmv_max_plus_and_integers() {
                 .into_iter()
                 .flat_map(|l| if l == 5 { vec![l, 0, 0] } else { vec![l] })
                 .collect();
-            let csr = Csr::random(&mut r, &lengths);
+            let csr = CsrMatrix::random(&mut r, &lengths);
             let m: Vec<Vec<f64>> = (0..2)
                 .map(|_| (0..nnz).map(|_| r.random_range(-100..100) as f64).collect())
                 .collect();
@@ -498,7 +522,7 @@ fn spmv_on_views() {
     for ctx in backends() {
         let nnz = if ctx.is_gpu() { MULTI_TILE } else { 10_001 };
         let lengths = gen_lengths(&mut r, nnz, Dist::HalfEmpty, 1);
-        let csr = Csr::random(&mut r, &lengths);
+        let csr = CsrMatrix::random(&mut r, &lengths);
         let rows = csr.offsets.len();
         let m: Vec<f32> = (0..nnz + 3).map(|_| r.random_range(0..8) as f32).collect();
         let x: Vec<f32> = (0..csr.x_len + 3)
@@ -527,10 +551,9 @@ fn spmv_on_views() {
         ctx.spmv_csr(
             &mb.slice(3..),
             &cb.slice(1..1 + nnz),
-            &ob.slice(1..1 + rows),
+            Csr::allow_empty(&ob.slice(1..1 + rows)),
             &xb.slice(1..1 + csr.x_len),
             &mut y.slice_mut(3..3 + rows),
-            true,
             &Op::multiplies(),
             &Op::plus(),
         )

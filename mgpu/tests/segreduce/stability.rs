@@ -1,7 +1,7 @@
 //! Run-to-run stability: the same large input reduced 10 times, directly, indirectly, by a plan
 //! and in SpMV.
 
-use super::spmv::Csr;
+use super::spmv::CsrMatrix;
 use super::*;
 
 /// Runs `f` 10 times; every run must give `expect`'s bits (a race shows as a result that
@@ -35,11 +35,13 @@ fn run_to_run_stability() {
             let vb = ctx.upload(&v).unwrap();
             let expect = reference(&offsets, n, None, |m| v[m], &Op::plus());
             repeat_exact(&format!("{what} f32"), &expect, || {
-                ctx.segreduce_csr(&vb, &o, true, &mut out, &Op::plus())
+                ctx.segreduce_csr(&vb, Csr::allow_empty(&o), &mut out, &Op::plus())
                     .unwrap();
                 out.to_vec().unwrap()
             });
-            let plan = ctx.segreduce_plan::<f32, u32>(&o, n, true).unwrap();
+            let plan = ctx
+                .segreduce_plan::<f32, u32>(Csr::allow_empty(&o), n)
+                .unwrap();
             repeat_exact(&format!("{what} f32 plan"), &expect, || {
                 ctx.segreduce_apply(&plan, &vb, &mut out, &Op::plus())
                     .unwrap();
@@ -49,15 +51,22 @@ fn run_to_run_stability() {
             let sb = ctx.upload(&to_o::<u32>(&sources)).unwrap();
             let expect = reference(&offsets, n, Some(&sources), |m| v[m], &Op::plus());
             repeat_exact(&format!("{what} f32 indirect"), &expect, || {
-                ctx.segreduce_csr_indirect(&vb, &o, &sb, true, &mut out, &Op::plus())
-                    .unwrap();
+                ctx.segreduce_csr_indirect(
+                    &vb,
+                    Csr::allow_empty(&o),
+                    &sb,
+                    vb.len(),
+                    &mut out,
+                    &Op::plus(),
+                )
+                .unwrap();
                 out.to_vec().unwrap()
             });
             let x: Vec<f32> = (0..1000).map(|_| r.random_range(0..2) as f32).collect();
             let xb = ctx.upload(&x).unwrap();
             let cols: Vec<u32> = (0..n).map(|_| r.random_range(0..1000)).collect();
             let cb = ctx.upload(&cols).unwrap();
-            let csr = Csr {
+            let csr = CsrMatrix {
                 offsets: offsets.clone(),
                 cols,
                 x_len: 1000,
@@ -65,7 +74,7 @@ fn run_to_run_stability() {
             let (mul, add) = (Op::multiplies(), Op::plus());
             let expect = csr.product(None, Some(&v), &x, &mul, &add);
             repeat_exact(&format!("{what} spmv"), &expect, || {
-                ctx.spmv_csr(&vb, &cb, &o, &xb, &mut out, true, &mul, &add)
+                ctx.spmv_csr(&vb, &cb, Csr::allow_empty(&o), &xb, &mut out, &mul, &add)
                     .unwrap();
                 out.to_vec().unwrap()
             });
@@ -75,7 +84,7 @@ fn run_to_run_stability() {
             let expect = reference(&offsets, n, None, |m| a[m], &affine_op());
             let mut aout = ctx.zeros::<Affine>(k).unwrap();
             repeat_exact(&format!("{what} affine"), &expect, || {
-                ctx.segreduce_csr(&ab, &o, true, &mut aout, &affine_op())
+                ctx.segreduce_csr(&ab, Csr::allow_empty(&o), &mut aout, &affine_op())
                     .unwrap();
                 aout.to_vec().unwrap()
             });
@@ -84,7 +93,7 @@ fn run_to_run_stability() {
             let expect = reference(&offsets, n, None, |m| w[m], &Op::plus());
             let mut wout = ctx.zeros::<i64>(k).unwrap();
             repeat_exact(&format!("{what} i64"), &expect, || {
-                ctx.segreduce_csr(&wb, &o, true, &mut wout, &Op::plus())
+                ctx.segreduce_csr(&wb, Csr::allow_empty(&o), &mut wout, &Op::plus())
                     .unwrap();
                 wout.to_vec().unwrap()
             });
@@ -95,7 +104,7 @@ fn run_to_run_stability() {
             let exact = reference(&offsets, n, None, |m| f[m] as f64, &Op::plus());
             let mut runs: Vec<Vec<f32>> = Vec::new();
             for i in 0..10 {
-                ctx.segreduce_csr(&fb, &o, true, &mut out, &Op::plus())
+                ctx.segreduce_csr(&fb, Csr::allow_empty(&o), &mut out, &Op::plus())
                     .unwrap();
                 let got = out.to_vec().unwrap();
                 for (s, (&g, &e)) in got.iter().zip(&exact).enumerate() {

@@ -54,9 +54,16 @@ fn views_for<T: TestElement, O: TestOffset>(ctx: &Context, r: &mut StdRng, op: &
                     sbuf.slice(1..1 + k),
                 );
                 let res = if indirect {
-                    ctx.segreduce_csr_indirect(&v, &o, &s, true, &mut out.slice_mut(5..5 + k), op)
+                    ctx.segreduce_csr_indirect(
+                        &v,
+                        Csr::allow_empty(&o),
+                        &s,
+                        v.len(),
+                        &mut out.slice_mut(5..5 + k),
+                        op,
+                    )
                 } else {
-                    ctx.segreduce_csr(&v, &o, true, &mut out.slice_mut(5..5 + k), op)
+                    ctx.segreduce_csr(&v, Csr::allow_empty(&o), &mut out.slice_mut(5..5 + k), op)
                 };
                 res.unwrap_or_else(|e| panic!("{what} indirect={indirect}: {e}"));
                 check(
@@ -67,7 +74,7 @@ fn views_for<T: TestElement, O: TestOffset>(ctx: &Context, r: &mut StdRng, op: &
             }
             // A plan over the view of the offsets, applied to the view of the values.
             let o = obuf.slice(1..1 + k);
-            let plan = ctx.segreduce_plan::<T, O>(&o, n, true).unwrap();
+            let plan = ctx.segreduce_plan::<T, O>(Csr::allow_empty(&o), n).unwrap();
             let expect = reference(&offsets, n, None, |m| values[m], op);
             let mut out = poisoned::<T>(ctx, k + 9);
             ctx.segreduce_apply(

@@ -1,0 +1,472 @@
+//! The public entry points' arguments made ready for the GPU: device addresses, the streams the
+//! arguments live on (which `Gpu::ordered` orders the work after), the device descriptions of
+//! segment geometries and compaction arrays, and the launches they feed (cuda/segreduce.rs,
+//! cuda/compact.rs). The entry points validate first and call these on the GPU backend only.
+
+use super::compact::CompactArrays;
+use super::compact::{CompactSpec, KeyTest};
+use super::jit::Load;
+use super::segreduce::SegItems;
+use super::memory::DeviceMem;
+use super::segreduce::{self as device, Checks, Geometry, Items};
+use super::Gpu;
+use crate::buffer::{View, ViewMut};
+use crate::compact::core::{Job, Place};
+use crate::error::Result;
+use crate::reduce::TotalTo;
+use crate::segreduce::validate::{column_error, offset_error, source_error};
+use crate::segreduce::{ItemSource, Offset, Prepared, Segments};
+use crate::tuning::Tuning;
+use crate::{Arithmetic, Element, Equality, Op};
+use std::sync::Arc;
+
+// Segmented reduction.
+
+pub(crate) fn device_ptr<X: Element>(v: &View<'_, X>) -> u64 {
+    v.at.device().expect("checked to be on the GPU").1
+}
+
+/// The geometry's device description.
+pub(crate) fn geometry<O: Offset>(segs: &Segments<'_, O>) -> Geometry {
+    let ptr = |v: &View<'_, O>| v.at.device().map_or(0, |d| d.1);
+    Geometry {
+        offsets: ptr(&segs.offsets),
+        num_segments: segs.offsets.len() as u64,
+        count: segs.count as u64,
+        wide_offsets: std::mem::size_of::<O>() == 8,
+        sources: segs.sources.as_ref().map_or(0, ptr),
+        empty: segs.support_empty,
+    }
+}
+
+/// What the GPU's validation checks besides the offsets (see `Context::check_segments`).
+fn gpu_checks<O: Offset>(
+    segs: &Segments<'_, O>,
+    data_len: usize,
+    cols: Option<&View<'_, u32>>,
+    x_len: usize,
+) -> Checks {
+    Checks {
+        strict: !segs.support_empty,
+        data_len: data_len as u64,
+        cols: cols.map_or(0, device_ptr),
+        num_cols: cols.map_or(0, |c| c.len() as u64),
+        vec_len: x_len as u64,
+    }
+}
+
+/// The GPU's validation of a geometry (and sources, columns): one kernel and one read-back; the
+/// error for the first bad index, else whether some segment is empty.
+pub(crate) fn validate<O: Offset>(
+    gpu: &Arc<Gpu>,
+    name: &'static str,
+    segs: &Segments<'_, O>,
+    data_len: usize,
+    cols: Option<&View<'_, u32>>,
+    x_len: usize,
+    tuning: &Tuning,
+) -> Result<bool> {
+    let checks = gpu_checks(segs, data_len, cols, x_len);
+    let mut homes = homes_of(segs);
+    homes.extend(cols.and_then(|c| c.at.device()).map(|d| d.0));
+    let bad = gpu.ordered(&homes, || {
+        let bad = device::launch_validation(gpu, &geometry(segs), &checks, tuning)?;
+        device::read_validation(gpu, bad.as_ref())
+    })?;
+    validation_result(gpu, name, segs, bad, data_len, cols, x_len)
+}
+
+/// The GPU validation's findings as `check_segments` returns them: the error for the first bad
+/// index (reading the values at fault back), else whether some segment is empty.
+fn validation_result<O: Offset>(
+    gpu: &Gpu,
+    name: &'static str,
+    segs: &Segments<'_, O>,
+    bad: device::Bad,
+    data_len: usize,
+    cols: Option<&View<'_, u32>>,
+    x_len: usize,
+) -> Result<bool> {
+    let (strict, count) = (!segs.support_empty, segs.count as u64);
+    let read = |v: &View<'_, O>, i: usize| -> Result<u64> {
+        let mut x = [O::ZERO];
+        gpu.download(
+            device_ptr(v) + (i * std::mem::size_of::<O>()) as u64,
+            &mut x,
+        )?;
+        Ok(x[0].to_u64())
+    };
+    if let Some(i) = bad[0] {
+        let i = i as usize;
+        let prev = if i > 0 {
+            Some(read(&segs.offsets, i - 1)?)
+        } else {
+            None
+        };
+        return Err(offset_error(
+            name,
+            i,
+            prev,
+            read(&segs.offsets, i)?,
+            count,
+            strict,
+        ));
+    }
+    if let (Some(i), Some(sources)) = (bad[1], &segs.sources) {
+        let i = i as usize;
+        let start = read(&segs.offsets, i)?;
+        let next = if i + 1 < segs.offsets.len() {
+            read(&segs.offsets, i + 1)?
+        } else {
+            count
+        };
+        return Err(source_error(
+            name,
+            i,
+            read(sources, i)?,
+            next - start,
+            data_len,
+            cols.is_some(),
+        ));
+    }
+    if let (Some(i), Some(cols)) = (bad[2], cols) {
+        let i = i as usize;
+        let mut c = [0u32];
+        gpu.download(device_ptr(cols) + 4 * i as u64, &mut c)?;
+        return Err(column_error(name, i, c[0], x_len));
+    }
+    Ok(bad[3].is_some())
+}
+
+/// A segmented reduction on the GPU, arguments checked: validation queued first when `deferred`
+/// (its findings read back at the end), the partition unless a plan brings it, the tiles and
+/// what carries across them; the arguments' streams ordered around it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn segreduce<T: Element, O: Offset>(
+    gpu: &Arc<Gpu>,
+    name: &'static str,
+    segs: &Segments<'_, O>,
+    items: &ItemSource<'_, T>,
+    out: &ViewMut<'_, T>,
+    op: &Op<T>,
+    plan: Option<(&Prepared, &Tuning)>,
+    deferred: bool,
+    tuning: &Tuning,
+) -> Result<()> {
+    let tuning = *tuning;
+    let (cols, x_len) = items.columns();
+    let geometry = geometry(segs);
+    let plain = Load::plain::<T>();
+    let (kind, (input, load), matrix, col_ptr, vec, mul) = match items {
+        ItemSource::Values(v) => {
+            let (arg, load, _) = v.device();
+            (SegItems::Values, (arg, load), 0, 0, 0, None)
+        }
+        ItemSource::Spmv {
+            matrix,
+            cols,
+            x,
+            mul,
+        } => (
+            items.kind(),
+            (0, &plain),
+            matrix.as_ref().map_or(0, device_ptr),
+            device_ptr(cols),
+            device_ptr(x),
+            *mul,
+        ),
+    };
+    let dest = out.at.device().expect("checked to be on the GPU").1;
+    let mut homes = homes_of(segs);
+    homes.extend(items_homes(items));
+    if let Some((home, _)) = out.at.device() {
+        homes.push(home);
+    }
+    if let Some((
+        Prepared {
+            limits: Some(limits),
+            ..
+        },
+        _,
+    )) = plan
+    {
+        homes.push(&limits.gpu);
+    }
+    let bad = gpu.ordered(&homes, || {
+        let bad = if deferred {
+            let checks = gpu_checks(segs, items.data_len(), cols.as_ref(), x_len);
+            device::launch_validation(gpu, &geometry, &checks, &tuning)?
+        } else {
+            None
+        };
+        let owned;
+        let (limits, codes, heads_everywhere) = match plan {
+            Some((prepared, _)) => (
+                prepared.limits.as_ref(),
+                prepared.codes.as_ref(),
+                prepared.heads_everywhere,
+            ),
+            None => {
+                owned = device::partition(gpu, &geometry, &tuning)?;
+                (owned.as_ref(), None, false)
+            }
+        };
+        let items = Items {
+            kind,
+            input,
+            load,
+            matrix,
+            cols: col_ptr,
+            vec,
+        };
+        device::reduce(
+            gpu,
+            &geometry,
+            limits,
+            codes,
+            heads_everywhere,
+            bad.as_ref(),
+            items,
+            dest,
+            op,
+            mul,
+            &tuning,
+        )?;
+        Ok(bad)
+    })?;
+    if deferred {
+        let found = device::read_validation(gpu, bad.as_ref())?;
+        validation_result(
+            gpu,
+            name,
+            segs,
+            found,
+            items.data_len(),
+            cols.as_ref(),
+            x_len,
+        )?;
+    }
+    Ok(())
+}
+
+/// A plan's GPU part for a validated direct geometry: the tile partition for `tuning`, where no
+/// segment is empty the packed heads, and whether every tile but the last holds a segment start
+/// (a small read-back).
+pub(crate) fn prepare<O: Offset>(
+    gpu: &Arc<Gpu>,
+    segs: &Segments<'_, O>,
+    tuning: &Tuning,
+) -> Result<Prepared> {
+    let geometry = geometry(segs);
+    let homes: Vec<_> = segs.offsets.at.device().map(|d| d.0).into_iter().collect();
+    gpu.ordered(&homes, || {
+        let limits = device::partition(gpu, &geometry, tuning)?;
+        let codes = if segs.support_empty {
+            None
+        } else {
+            device::codes(gpu, &geometry, limits.as_ref(), tuning)?
+        };
+        let heads_everywhere = device::heads_everywhere(gpu, &geometry, limits.as_ref(), tuning)?;
+        Ok(Prepared {
+            limits,
+            codes,
+            heads_everywhere,
+        })
+    })
+}
+
+/// The streams a geometry lives on.
+fn homes_of<'a, O: Offset>(segs: &Segments<'a, O>) -> Vec<&'a Arc<Gpu>> {
+    let mut homes: Vec<&Arc<Gpu>> = Vec::new();
+    homes.extend(segs.offsets.at.device().map(|d| d.0));
+    homes.extend(
+        segs.sources
+            .as_ref()
+            .and_then(|s| s.at.device())
+            .map(|d| d.0),
+    );
+    homes
+}
+
+/// The streams a reduction's items live on.
+fn items_homes<'a, T: Element>(items: &ItemSource<'a, T>) -> Vec<&'a Arc<Gpu>> {
+    let mut homes: Vec<&Arc<Gpu>> = Vec::new();
+    match items {
+        ItemSource::Values(v) => {
+            if let crate::source::SourceKind::Device { home, .. } = &v.kind {
+                homes.push(home);
+            }
+        }
+        ItemSource::Spmv {
+            matrix, cols, x, ..
+        } => {
+            homes.extend(matrix.as_ref().and_then(|m| m.at.device()).map(|d| d.0));
+            homes.extend(cols.at.device().map(|d| d.0));
+            homes.extend(x.at.device().map(|d| d.0));
+        }
+    }
+    homes
+}
+
+// Compaction.
+
+/// A compaction argument's device address and home stream.
+fn place<'p, T: Element>(p: &'p Place<'_, T>) -> (u64, &'p Arc<Gpu>) {
+    let (home, ptr) = match p {
+        Place::In(v) => v.at.device(),
+        Place::Out(v) | Place::InOut(v) => v.at.device(),
+    }
+    .expect("checked to be on the GPU");
+    (ptr, home)
+}
+
+/// A compaction job on the GPU, arguments checked: its arrays' addresses (in place: the outputs
+/// over the inputs), the count's slot, and the launch, ordered after the arguments' streams.
+pub(crate) fn compact<K: Element, V: Element>(
+    gpu: &Arc<Gpu>,
+    job: &Job<'_, K, V>,
+    test: &KeyTest<'_, K>,
+    count: &TotalTo<'_, u64>,
+    n: usize,
+    tuning: &Tuning,
+) -> Result<Option<u64>> {
+    let places = [
+        Some(place(&job.keys)),
+        job.values.as_ref().map(place),
+        job.keys_out.as_ref().map(place),
+        job.values_out.as_ref().map(place),
+        job.keys_rejected.as_ref().map(place),
+        job.values_rejected.as_ref().map(place),
+    ];
+    let ptr = |i: usize| places[i].map_or(0, |p| p.0);
+    let arrays = CompactArrays {
+        keys: ptr(0),
+        values: ptr(1),
+        // In place: over the input.
+        keys_out: if !job.write_keys {
+            0
+        } else if job.keys_out.is_some() {
+            ptr(2)
+        } else {
+            ptr(0)
+        },
+        values_out: if job.values_out.is_some() {
+            ptr(3)
+        } else {
+            ptr(1)
+        },
+        keys_rejected: ptr(4),
+        values_rejected: ptr(5),
+        count_out: 0,
+    };
+    let spec = CompactSpec {
+        unique: matches!(test, KeyTest::Runs(_)),
+        keys_out: job.write_keys,
+        values: job.values.is_some(),
+        rejected: job.rejected,
+        wide_count: false,
+        non_trivial_runs: false,
+    };
+    let homes: Vec<_> = places
+        .iter()
+        .flatten()
+        .map(|p| p.1)
+        .chain(count.home())
+        .collect();
+    let slot = gpu.ordered(&homes, || {
+        let slot = count_slot(count, gpu)?;
+        let arrays = CompactArrays {
+            count_out: slot.0,
+            ..arrays
+        };
+        super::compact::compact::<K, V>(gpu, spec, test, arrays, n as u64, tuning)?;
+        Ok(slot)
+    })?;
+    count.finish_device(&slot)
+}
+
+/// The runs kernel (reduce-by-key; run-length encoding with a `constant` value per key) on the
+/// GPU, arguments checked. A missing `keys_out` writes the keys over `keys` when they are read
+/// and written (in place), else not at all; a missing `values_out` writes over `values`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn runs<K: Element, V: Element>(
+    gpu: &Arc<Gpu>,
+    keys: &Place<'_, K>,
+    keys_out: Option<&Place<'_, K>>,
+    values: &Place<'_, V>,
+    values_out: Option<&Place<'_, V>>,
+    constant: Option<V>,
+    equal: &Equality<K>,
+    op: &Op<V>,
+    count: &TotalTo<'_, u64>,
+    n: usize,
+    tuning: &Tuning,
+) -> Result<Option<u64>> {
+    let keys_in_place = matches!(keys, Place::InOut(_));
+    let (kp, kh) = place(keys);
+    let (vp, vh) = place(values);
+    let kout = keys_out.as_ref().map(|p| place(p));
+    let vout = values_out.as_ref().map(|p| place(p));
+    let arrays = CompactArrays {
+        keys: kp,
+        values: if constant.is_some() { 0 } else { vp },
+        keys_out: match kout {
+            Some(p) => p.0,
+            None if keys_in_place => kp,
+            None => 0,
+        },
+        values_out: vout.map_or(vp, |p| p.0),
+        ..Default::default()
+    };
+    let homes: Vec<_> = [Some(kh), Some(vh), kout.map(|p| p.1), vout.map(|p| p.1)]
+        .into_iter()
+        .flatten()
+        .chain(count.home())
+        .collect();
+    let slot = gpu.ordered(&homes, || {
+        let slot = count_slot(count, gpu)?;
+        let arrays = CompactArrays {
+            count_out: slot.0,
+            ..arrays
+        };
+        super::reduce_by_key::reduce_by_key(gpu, equal, op, arrays, constant, n as u64, tuning)?;
+        Ok(slot)
+    })?;
+    count.finish_device(&slot)
+}
+
+/// The non-trivial runs kernel on the GPU, arguments checked.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn non_trivial_runs<T: Element, L: Arithmetic>(
+    gpu: &Arc<Gpu>,
+    input: &View<'_, T>,
+    offsets: &ViewMut<'_, L>,
+    lengths: &ViewMut<'_, L>,
+    equal: &Equality<T>,
+    count: &TotalTo<'_, u64>,
+    n: usize,
+    tuning: &Tuning,
+) -> Result<Option<u64>> {
+    let (ih, ip) = input.at.device().expect("on the GPU");
+    let (oh, op) = offsets.at.device().expect("on the GPU");
+    let (lh, lp) = lengths.at.device().expect("on the GPU");
+    let homes: Vec<_> = [ih, oh, lh].into_iter().chain(count.home()).collect();
+    let slot = gpu.ordered(&homes, || {
+        let slot = count_slot(count, gpu)?;
+        super::compact::non_trivial_runs::<T, L>(gpu, equal, ip, op, lp, slot.0, n as u64, tuning)?;
+        Ok(slot)
+    })?;
+    count.finish_device(&slot)
+}
+
+/// The device slot the kernel writes its count to: the caller's, else a temporary (the kernel
+/// always writes one).
+fn count_slot(count: &TotalTo<'_, u64>, gpu: &Arc<Gpu>) -> Result<(u64, Option<DeviceMem>)> {
+    match count.device_slot(gpu)? {
+        (0, None) => {
+            let tmp = DeviceMem::alloc(gpu, 8)?;
+            Ok((tmp.ptr, Some(tmp)))
+        }
+        slot => Ok(slot),
+    }
+}

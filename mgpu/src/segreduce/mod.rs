@@ -1,0 +1,368 @@
+//! Segmented reduction over CSR segment descriptors and CSR sparse matrix * vector (Modern GPU's
+//! SegReduceCsr, IndirectReduceCsr, SpmvCsr and their preprocess / apply forms).
+//!
+//! Segment `i` covers positions `offsets[i]..offsets[i + 1]` (the last one up to the number of
+//! positions, `count`): the values there, or for indirect CSR the values from `sources[i]` on.
+//! Each segment is reduced in order by the operator (which need not commute: operands keep their
+//! order), an empty segment to the operator's identity. The work is balanced by positions, so the
+//! speed does not depend on how segment lengths are distributed.
+//!
+//! Offsets are `u32` or `u64` ([`Offset`]); `u64` offsets take inputs past 2^32 values. They are
+//! given as a [`Csr`], which says whether segments may be empty, and checked before anything is
+//! written: `offsets[0] == 0`, non-decreasing (increasing unless empty segments are allowed), at
+//! most `count` (less unless empty segments are allowed); sources and column indices
+//! must lie in range. A violation is an [`Error::InvalidOffset`],
+//! [`Error::SourceOutOfRange`] or
+//! [`Error::IndexOutOfRange`] that names the first bad index;
+//! nothing is written. On the GPU the check is one kernel and one small read-back.
+//! A plan ([`SegPlan`], [`SpmvPlan`]) checks and partitions a geometry once, for many values.
+//!
+//! On the GPU, segments that span tiles are joined through the decoupled look-back in the order
+//! it finds its predecessors: for floating-point values the last bits of such segments may differ
+//! from run to run (like the look-back scan's); integers and other exactly associative operators
+//! give the same result every time.
+//!
+//! A thread folds its part of a segment starting from the operator's identity, so results match a
+//! fold from the segment's first item exactly when the identity is exact: `op(identity, x) == x`
+//! bit for bit. Float `plus` with identity 0.0 is not, for -0.0 (0.0 + -0.0 = 0.0): a segment
+
+mod plan;
+mod spmv;
+pub(crate) mod validate;
+
+pub use crate::element::Offset;
+pub use crate::reduce_by_key::ReduceByKeyPlan;
+pub use plan::SegPlan;
+pub use spmv::SpmvPlan;
+
+pub(crate) use plan::{check_plan_context, Prepared};
+
+use crate::buffer::{input, output, View, ViewMut};
+use crate::context::{Backend, Context};
+use crate::cpu::segreduce::HostItems;
+use crate::cuda::segreduce::SegItems;
+use crate::error::{Error, LengthRule, Result};
+use crate::source::{Source, SourceParts};
+use crate::tuning::{self, Family, Tuning, MAX_TILE_BYTES};
+use crate::{Element, Op, Slice, SliceMut};
+
+/// What is reduced per position.
+pub(crate) enum ItemSource<'a, T: Element> {
+    /// The values (direct or indirect).
+    Values(SourceParts<'a, T>),
+    /// SpMV: `x[cols[m]]`, or `mul(matrix[m], x[cols[m]])`.
+    Spmv {
+        matrix: Option<View<'a, T>>,
+        cols: View<'a, u32>,
+        x: View<'a, T>,
+        mul: Option<&'a Op<T>>,
+    },
+}
+
+impl<'a, T: Element> ItemSource<'a, T> {
+    pub(crate) fn kind(&self) -> SegItems {
+        match self {
+            ItemSource::Values(_) => SegItems::Values,
+            ItemSource::Spmv { matrix: None, .. } => SegItems::SpmvUnary,
+            ItemSource::Spmv { .. } => SegItems::SpmvBinary,
+        }
+    }
+    /// The length of what positions (or sources) index: the values, or the columns.
+    pub(crate) fn data_len(&self) -> usize {
+        match self {
+            ItemSource::Values(v) => v.len,
+            ItemSource::Spmv { cols, .. } => cols.len(),
+        }
+    }
+    /// SpMV's column indices and the vector's length.
+    pub(crate) fn columns(&self) -> (Option<View<'a, u32>>, usize) {
+        match self {
+            ItemSource::Spmv { cols, x, .. } => (Some(*cols), x.len()),
+            ItemSource::Values(_) => (None, 0),
+        }
+    }
+    /// The items on the CPU backend.
+    fn host(&self) -> HostItems<'_, T> {
+        match self {
+            ItemSource::Values(v) => HostItems::Values(v.host(), v.len),
+            ItemSource::Spmv {
+                matrix,
+                cols,
+                x,
+                mul,
+            } => HostItems::Spmv {
+                matrix: matrix.as_ref().zip(*mul).map(|(m, mul)| (host(m), mul)),
+                cols: host(cols),
+                x: host(x),
+            },
+        }
+    }
+}
+
+/// A CSR geometry as given: offsets, optional sources, and the number of positions.
+pub(crate) struct Segments<'a, O: Offset> {
+    pub offsets: View<'a, O>,
+    pub sources: Option<View<'a, O>>,
+    pub count: usize,
+    /// Segments may be empty: validation allows them, and once it has passed, some segment is.
+    pub support_empty: bool,
+}
+
+/// CSR segment offsets, and whether their segments may be empty: what the segmented reductions,
+/// SpMV and their plans take. Segment `i` starts at `offsets[i]` and ends where the next one
+/// starts (the last one at the number of positions the call covers). [`Csr::new`]: every segment
+/// must hold a position (offsets increasing, the last one below the count), the faster kernels'
+/// case; [`Csr::allow_empty`]: segments may be empty (offsets non-decreasing, at most the count)
+/// and reduce to the identity. Either way the offsets are checked before anything is written.
+///
+/// ```
+/// use mgpu::{Context, Csr};
+/// let ctx = Context::cpu();
+/// let offsets = ctx.upload(&[0u32, 2, 2, 5])?;
+/// let csr = Csr::new(&offsets);
+/// assert!(!csr.allows_empty() && csr.with_empty(true).allows_empty());
+/// assert_eq!(Csr::allow_empty(&offsets).num_segments(), 4);
+/// # Ok::<(), mgpu::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Csr<'a, O: Offset> {
+    view: View<'a, O>,
+    pub(crate) allow_empty: bool,
+}
+
+impl<'a, O: Offset> Csr<'a, O> {
+    /// Offsets whose segments must all be non-empty.
+    pub fn new(offsets: &'a impl Slice<O>) -> Self {
+        Csr {
+            view: offsets.view(),
+            allow_empty: false,
+        }
+    }
+    /// Offsets whose segments may be empty (reduced to the identity).
+    pub fn allow_empty(offsets: &'a impl Slice<O>) -> Self {
+        Csr {
+            view: offsets.view(),
+            allow_empty: true,
+        }
+    }
+    /// The same offsets, with empty segments allowed or not.
+    pub fn with_empty(self, allow: bool) -> Self {
+        Csr {
+            allow_empty: allow,
+            ..self
+        }
+    }
+    /// Whether segments may be empty.
+    pub fn allows_empty(&self) -> bool {
+        self.allow_empty
+    }
+    /// The number of segments (of offsets).
+    pub fn num_segments(&self) -> usize {
+        self.view.len()
+    }
+    /// The offsets, checked to live on the context's backend.
+    pub(crate) fn offsets(&self, ctx: &Context) -> Result<View<'a, O>> {
+        crate::buffer::check_place(ctx, &self.view.at, "the offsets")?;
+        Ok(self.view)
+    }
+}
+
+pub(crate) fn host<'a, X: Element>(v: &View<'a, X>) -> &'a [X] {
+    v.at.host().expect("checked to be on the CPU")
+}
+
+/// The tuning of a segmented reduction of `T`s: the table's, with VT at most 31 (a thread's heads
+/// are one 32-bit mask) and the tile's shared memory (values and a segment index per position,
+/// plus columns for SpMV and last heads for indirect CSR) within the static limit.
+pub(crate) fn seg_tuning<T: Element, O: Offset>(
+    ctx: &Context,
+    kind: SegItems,
+    indirect: bool,
+) -> Result<Tuning> {
+    tuning_for::<T, O>(ctx.arch(), kind, indirect)
+}
+
+/// The tuning a segmented reduction of `T`s with offsets `O` uses on `arch` (`None`: the CPU):
+/// what the kernel compile check compiles.
+#[doc(hidden)]
+pub fn tuning_for<T: Element, O: Offset>(
+    arch: Option<u32>,
+    kind: SegItems,
+    indirect: bool,
+) -> Result<Tuning> {
+    // SpMV has a family of its own: its items are gathers, which want other tiles (tuning.rs).
+    let family = if kind == SegItems::Values {
+        Family::SegReduce
+    } else {
+        Family::Spmv
+    };
+    let mut t = tuning::resolve(family, arch, std::mem::size_of::<T>(), None)?;
+    let o = std::mem::size_of::<O>();
+    let per_item = std::mem::size_of::<T>()
+        + o
+        + if kind != SegItems::Values && !indirect {
+            4
+        } else {
+            0
+        }
+        + if indirect { o } else { 0 };
+    t.vt = t.vt.min(31);
+    while t.vt > 1 && t.nv() * per_item > MAX_TILE_BYTES {
+        t.vt -= if t.vt > 2 { 2 } else { 1 };
+    }
+    Ok(t)
+}
+
+impl Context {
+    /// Checks lengths and places, validates unless `plan` is given, and reduces. Without empty
+    /// segments (checked, or a plan's), the kernel for non-empty ones runs even if they were
+    /// allowed.
+    pub(crate) fn segreduce_run<T: Element, O: Offset>(
+        &self,
+        name: &'static str,
+        mut segs: Segments<'_, O>,
+        items: ItemSource<'_, T>,
+        mut out: ViewMut<'_, T>,
+        op: &Op<T>,
+        plan: Option<(&Prepared, &Tuning)>,
+    ) -> Result<()> {
+        let num_segments = segs.offsets.len();
+        if out.len() != num_segments {
+            return Err(Error::LengthMismatch {
+                call: name,
+                argument: "the output",
+                actual: out.len() as u64,
+                expected: num_segments as u64,
+                of: "segments",
+                rule: LengthRule::OnePerSegment,
+            });
+        }
+        if num_segments == 0 && segs.count > 0 {
+            return Err(validate::no_segments(name, segs.count));
+        }
+        if let Some(sources) = &segs.sources {
+            if sources.len() != num_segments {
+                return Err(Error::LengthMismatch {
+                    call: name,
+                    argument: "sources",
+                    actual: sources.len() as u64,
+                    expected: num_segments as u64,
+                    of: "segments",
+                    rule: LengthRule::Equal,
+                });
+            }
+        }
+        let tuning = match plan {
+            Some((_, t)) => *t,
+            None => seg_tuning::<T, O>(self, items.kind(), segs.sources.is_some())?,
+        };
+        // A strict one-shot on the GPU queues its validation before the reduction, whose kernels
+        // honour it, and reads it back at the end: one wait for the GPU, not two. With
+        // empty segments allowed the validation runs first: it chooses the kernel for non-empty
+        // segments when there is no empty one.
+        let deferred = plan.is_none() && !segs.support_empty && self.gpu().is_some();
+        if plan.is_none() && !deferred {
+            let (cols, x_len) = items.columns();
+            segs.support_empty =
+                self.check_segments(name, &segs, items.data_len(), cols.as_ref(), x_len, &tuning)?;
+        }
+        if deferred {
+            validate::check_offset_type(name, &segs)?;
+        }
+        match &self.backend {
+            Backend::Cpu => {
+                let out = out.host_mut().expect("checked to be on the CPU");
+                let sources = segs.sources.as_ref().map(host);
+                let offsets = host(&segs.offsets);
+                crate::cpu::segreduce::reduce(offsets, sources, segs.count, items.host(), out, op);
+                Ok(())
+            }
+            Backend::Cuda(gpu) => crate::cuda::marshal::segreduce(
+                gpu, name, &segs, &items, &out, op, plan, deferred, &tuning,
+            ),
+        }
+    }
+
+    /// Reduces each segment of `values` given by CSR offsets (segment `i` covers
+    /// `offsets[i]..offsets[i + 1]`, the last one up to `values.len()`) with `op`, one result per
+    /// segment to `out` (`out.len()` = the number of segments): Modern GPU's SegReduceCsr. With
+    /// [`Csr::new`] every segment must be non-empty; with [`Csr::allow_empty`], empty segments
+    /// get the identity. `values` may be a buffer, a view, a mapped input or a counting sequence.
+    ///
+    /// ```
+    /// use mgpu::{Context, Csr, Op};
+    /// let ctx = Context::cpu();
+    /// let values = ctx.upload(&[1, 2, 3, 4, 5, 6])?;
+    /// let offsets = ctx.upload(&[0u32, 1, 1, 4])?;
+    /// let mut out = ctx.zeros::<i32>(4)?;
+    /// ctx.segreduce_csr(&values, Csr::allow_empty(&offsets), &mut out, &Op::plus())?;
+    /// assert_eq!(out.to_vec()?, vec![1, 0, 9, 11]);
+    /// // Where segments must not be empty, segment 1 is an error that names it.
+    /// let err = ctx.segreduce_csr(&values, Csr::new(&offsets), &mut out, &Op::plus()).unwrap_err();
+    /// assert!(err.to_string().contains("offsets[2] = 1 equals offsets[1]"));
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn segreduce_csr<T: Element, O: Offset>(
+        &self,
+        values: &impl Source<T>,
+        csr: Csr<'_, O>,
+        out: &mut impl SliceMut<T>,
+        op: &Op<T>,
+    ) -> Result<()> {
+        let name = "segreduce_csr";
+        let values = values.parts();
+        values.check(self, "the values")?;
+        let segs = Segments {
+            offsets: csr.offsets(self)?,
+            sources: None,
+            count: values.len,
+            support_empty: csr.allow_empty,
+        };
+        let out = output(self, out, "the output")?;
+        self.segreduce_run(name, segs, ItemSource::Values(values), out, op, None)
+    }
+
+    /// Like [`segreduce_csr`](Context::segreduce_csr), but the segments cover `count` positions
+    /// (the last one up to `count`) and segment `i`'s values start at `values[sources[i]]` (its
+    /// length is still `offsets[i + 1] - offsets[i]`): Modern GPU's IndirectReduceCsr. Each
+    /// segment's values, `sources[i]` on for its length, must lie within `values`; segments may
+    /// overlap, so `count` may exceed `values.len()` (sliding windows) or fall short of it.
+    ///
+    /// ```
+    /// use mgpu::{Context, Csr, Op};
+    /// let ctx = Context::cpu();
+    /// let values = ctx.upload(&[1, 2, 3, 4, 5, 6])?;
+    /// let offsets = ctx.upload(&[0u32, 2, 3])?; // lengths 2, 1, 3 (6 positions)
+    /// let sources = ctx.upload(&[4u32, 0, 1])?;
+    /// let mut out = ctx.zeros::<i32>(3)?;
+    /// ctx.segreduce_csr_indirect(&values, Csr::new(&offsets), &sources, 6, &mut out, &Op::plus())?;
+    /// assert_eq!(out.to_vec()?, vec![5 + 6, 1, 2 + 3 + 4]);
+    /// // Sums of every window of 3 values: 4 windows over 12 positions, no padding.
+    /// let (starts, windows) = (ctx.upload(&[0u32, 3, 6, 9])?, ctx.upload(&[0u32, 1, 2, 3])?);
+    /// let mut sums = ctx.zeros::<i32>(4)?;
+    /// ctx.segreduce_csr_indirect(&values, Csr::new(&starts), &windows, 12, &mut sums, &Op::plus())?;
+    /// assert_eq!(sums.to_vec()?, vec![6, 9, 12, 15]);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn segreduce_csr_indirect<T: Element, O: Offset>(
+        &self,
+        values: &impl Source<T>,
+        csr: Csr<'_, O>,
+        sources: &impl Slice<O>,
+        count: usize,
+        out: &mut impl SliceMut<T>,
+        op: &Op<T>,
+    ) -> Result<()> {
+        let name = "segreduce_csr_indirect";
+        let values = values.parts();
+        values.check(self, "the values")?;
+        let segs = Segments {
+            offsets: csr.offsets(self)?,
+            sources: Some(input(self, sources, "the sources")?),
+            count,
+            support_empty: csr.allow_empty,
+        };
+        let out = output(self, out, "the output")?;
+        self.segreduce_run(name, segs, ItemSource::Values(values), out, op, None)
+    }
+}

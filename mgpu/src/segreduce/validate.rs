@@ -1,0 +1,145 @@
+//! Validation of a segment geometry (offsets, sources, columns) before anything is written: on
+//! the CPU in index order, on the GPU one kernel (`cuda::marshal::validate`) that finds the same
+//! first bad index; and the errors that name it.
+
+use super::{host, Offset, Segments};
+use crate::buffer::View;
+use crate::context::{Backend, Context};
+use crate::cpu::segreduce as reference;
+use crate::error::{Error, OffsetProblem, Result};
+use crate::tuning::Tuning;
+
+/// The kernel names segments in the offsets' type, ~0 meaning none.
+pub(crate) fn check_offset_type<O: Offset>(
+    name: &'static str,
+    segs: &Segments<'_, O>,
+) -> Result<()> {
+    if std::mem::size_of::<O>() == 4 && segs.offsets.len() as u64 >= u32::MAX as u64 {
+        return Err(Error::TooLarge {
+            call: name,
+            what: "segments",
+            len: segs.offsets.len() as u64,
+            limited_by: "u32 offsets",
+            limit: u32::MAX as u64 - 1,
+            hint: "use u64 offsets",
+        });
+    }
+    Ok(())
+}
+
+/// No offsets for `count > 0` positions.
+pub(crate) fn no_segments(name: &'static str, count: usize) -> Error {
+    Error::InvalidOffset {
+        call: name,
+        index: 0,
+        value: 0,
+        previous: None,
+        count: count as u64,
+        problem: OffsetProblem::Missing,
+    }
+}
+
+/// What is wrong with `offsets[i]`, given it and the offset before it.
+pub(crate) fn offset_error(
+    name: &'static str,
+    i: usize,
+    previous: Option<u64>,
+    value: u64,
+    count: u64,
+    strict: bool,
+) -> Error {
+    let problem = match previous {
+        None if value != 0 => OffsetProblem::FirstNotZero,
+        Some(p) if value < p => OffsetProblem::Decreasing,
+        Some(p) if strict && value == p => OffsetProblem::EmptySegment,
+        _ if value > count => OffsetProblem::PastEnd,
+        _ => OffsetProblem::EmptyAtEnd,
+    };
+    Error::InvalidOffset {
+        call: name,
+        index: i as u64,
+        value,
+        previous,
+        count,
+        problem,
+    }
+}
+
+/// Segment `i` reads past the end of its data: the values, or SpMV's nonzeros.
+pub(crate) fn source_error(
+    name: &'static str,
+    i: usize,
+    source: u64,
+    length: u64,
+    data_len: usize,
+    spmv: bool,
+) -> Error {
+    Error::SourceOutOfRange {
+        call: name,
+        index: i as u64,
+        start: source,
+        length,
+        data: if spmv { "nonzeros" } else { "values" },
+        bound: data_len as u64,
+    }
+}
+
+pub(crate) fn column_error(name: &'static str, i: usize, col: u32, x_len: usize) -> Error {
+    Error::IndexOutOfRange {
+        call: name,
+        argument: "cols",
+        index: i as u64,
+        value: col as u64,
+        what: "the vector",
+        bound: x_len as u64,
+    }
+}
+
+impl Context {
+    /// Validates a geometry (and sources, columns); returns the error for the first bad index,
+    /// else whether some segment is empty. `data_len`: what sources index (the values, or the
+    /// nonzeros); `cols`: column indices to check against a vector of `x_len`.
+    pub(crate) fn check_segments<O: Offset>(
+        &self,
+        name: &'static str,
+        segs: &Segments<'_, O>,
+        data_len: usize,
+        cols: Option<&View<'_, u32>>,
+        x_len: usize,
+        tuning: &Tuning,
+    ) -> Result<bool> {
+        let strict = !segs.support_empty;
+        let count = segs.count as u64;
+        check_offset_type(name, segs)?;
+        match &self.backend {
+            Backend::Cpu => {
+                let offsets: Vec<u64> = host(&segs.offsets).iter().map(|o| o.to_u64()).collect();
+                if let Some(i) = reference::first_bad_offset(&offsets, count, strict) {
+                    let prev = (i > 0).then(|| offsets[i - 1]);
+                    return Err(offset_error(name, i, prev, offsets[i], count, strict));
+                }
+                if let Some(sources) = &segs.sources {
+                    let bad = reference::first_bad_source(
+                        &offsets,
+                        host(sources),
+                        count,
+                        data_len as u64,
+                    );
+                    if let Some((i, s, len)) = bad {
+                        return Err(source_error(name, i, s, len, data_len, cols.is_some()));
+                    }
+                }
+                if let Some(cols) = cols {
+                    if let Some(i) = reference::first_bad_column(host(cols), x_len) {
+                        return Err(column_error(name, i, host(cols)[i], x_len));
+                    }
+                }
+                // Strict offsets that pass have no empty segment.
+                Ok(!strict && reference::has_empty(&offsets, count))
+            }
+            Backend::Cuda(gpu) => {
+                crate::cuda::marshal::validate(gpu, name, segs, data_len, cols, x_len, tuning)
+            }
+        }
+    }
+}
