@@ -106,7 +106,7 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
 }
 
 /// Bytes per item that a segmented-reduction tile holds beside the value (a 4-byte segment index,
-/// and a column index for SpMV): the library lowers VT until they fit (`segreduce::tuning_for`),
+/// and a column index for SpMV): the library lowers VT until they fit (`cuda::segreduce::table_tuning`),
 /// so the sweep keeps only tiles that fit as they are.
 fn tile_bytes_per_item(primitive: &str, target: &Target) -> usize {
     match primitive {

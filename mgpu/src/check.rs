@@ -27,48 +27,31 @@ pub(crate) struct Expression<'a> {
 /// match the Rust types' size and alignment, the helpers, and a kernel that applies the
 /// expression once.
 pub(crate) fn check<I: Element, T: Element>(e: &Expression<'_>, arch: u32) -> Result<()> {
-    let mut s = String::with_capacity(1024);
-    s.push_str(T::CUDA_DECLARATION);
-    s.push('\n');
-    if std::any::TypeId::of::<I>() != std::any::TypeId::of::<T>() {
-        s.push_str(I::CUDA_DECLARATION);
-        s.push('\n');
-    }
-    for (ty, alias, size, align) in [
-        (
-            T::CUDA_TYPE,
-            "T",
-            std::mem::size_of::<T>(),
-            std::mem::align_of::<T>(),
-        ),
-        (
-            I::CUDA_TYPE,
-            "In",
-            std::mem::size_of::<I>(),
-            std::mem::align_of::<I>(),
-        ),
-    ] {
-        s.push_str(&format!(
-            "typedef {ty} {alias};\nstatic_assert(sizeof({alias}) == {size} && alignof({alias}) == \
-             {align}, \"the CUDA declaration of {ty} does not match the Rust type's size {size} / \
-             alignment {align}\");\n"
-        ));
-    }
-    s.push_str(e.helpers);
-    let (params, args) = if e.binary {
-        ("const In& a, const In& b", "in[0], in[1]")
+    let mut p = jit::Prelude::new("check", &["mgpu_check"], &crate::Tuning::new(32, 1, 1));
+    p.element("T", &jit::ElementDesc::of::<T>())
+        .element("In", &jit::ElementDesc::of::<I>());
+    let signature = if e.binary {
+        format!("{} operator()(const In& a, const In& b)", e.result)
     } else {
-        ("const In& x", "in[0]")
+        format!("{} operator()(const In& x)", e.result)
     };
-    s.push_str(&format!(
-        "\nstruct Checked {{\n  __device__ __forceinline__ {result} operator()({params}) const {{\n    \
-         return ({expression});\n  }}\n}};\n\
-         extern \"C\" __global__ void mgpu_check(const In* in, {result}* out) {{\n  \
+    p.functor(
+        "Checked",
+        &signature,
+        &jit::Expr::new(e.expression, e.helpers),
+    );
+    let args = if e.binary { "in[0], in[1]" } else { "in[0]" };
+    let kernel = format!(
+        "extern \"C\" __global__ void mgpu_check(const In* in, {result}* out) {{\n  \
          *out = Checked()({args});\n}}\n",
         result = e.result,
-        expression = e.expression,
-    ));
-    jit::compile(&format!("{} {}", e.what, e.name), &s, arch).map(|_| ())
+    );
+    jit::compile(
+        &format!("{} {}", e.what, e.name),
+        &p.finish(&[&kernel]),
+        arch,
+    )
+    .map(|_| ())
 }
 
 #[cfg(test)]

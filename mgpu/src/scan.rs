@@ -184,7 +184,7 @@ impl Context {
             options.tuning,
         )?;
         if options.tuning.is_none() && input.as_ref().is_some_and(|s| s.computed()) {
-            tuning = tuning::for_computed_input(tuning);
+            tuning = crate::cuda::scan::computed_input_tuning(tuning);
         }
         let exclusive = options.kind == ScanKind::Exclusive;
         match &self.backend {

@@ -5,23 +5,19 @@ use crate::buffer::{input, output, View, ViewMut};
 use crate::context::Backend;
 use crate::cuda::{self, sort::SortValues, Gpu};
 use crate::error::{Error, LengthRule, Result};
-use crate::tuning::{self, Family, Tuning};
+use crate::tuning::{self, Tuning};
 use crate::{cpu, Comparator, Context, Element, Slice, SliceMut};
 use std::sync::Arc;
 
 fn sort_tuning(
     ctx: &Context,
-    family: Family,
+    mode: SortValues,
     key: usize,
     value: usize,
     over: Option<Tuning>,
 ) -> Result<Tuning> {
-    tuning::resolve(
-        family,
-        ctx.arch(),
-        tuning::tile_element_size(family, key, value),
-        over,
-    )
+    let (family, size) = cuda::sort::tuning_family(mode, key, value);
+    tuning::resolve(family, ctx.arch(), size, over)
 }
 
 /// A view's stream and device address (GPU backend, validated).
@@ -60,7 +56,7 @@ impl Context {
         tuning: Option<Tuning>,
     ) -> Result<()> {
         let mut keys = output(self, keys, "the keys")?;
-        let t = sort_tuning(self, Family::SortKeys, std::mem::size_of::<K>(), 0, tuning)?;
+        let t = sort_tuning(self, SortValues::None, std::mem::size_of::<K>(), 0, tuning)?;
         match &self.backend {
             Backend::Cpu => {
                 cpu::sort(keys.host_mut().expect("validated"), comparator);
@@ -119,7 +115,7 @@ impl Context {
         }
         let t = sort_tuning(
             self,
-            Family::SortPairs,
+            SortValues::Pairs,
             std::mem::size_of::<K>(),
             std::mem::size_of::<V>(),
             tuning,
@@ -180,7 +176,7 @@ impl Context {
                 hint: "use sort_pairs with u64 values",
             });
         }
-        let t = sort_tuning(self, Family::SortPairs, std::mem::size_of::<K>(), 4, None)?;
+        let t = sort_tuning(self, SortValues::Indices, std::mem::size_of::<K>(), 4, None)?;
         match &self.backend {
             Backend::Cpu => {
                 let v = indices.host_mut().expect("validated");
@@ -233,7 +229,7 @@ impl Context {
                 rule: LengthRule::AtLeast,
             });
         }
-        let t = sort_tuning(self, Family::SortKeys, std::mem::size_of::<K>(), 0, None)?;
+        let t = sort_tuning(self, SortValues::None, std::mem::size_of::<K>(), 0, None)?;
         match &self.backend {
             Backend::Cpu => {
                 let (x, y) = (
@@ -313,7 +309,7 @@ impl Context {
         }
         let t = sort_tuning(
             self,
-            Family::SortPairs,
+            SortValues::Pairs,
             std::mem::size_of::<K>(),
             std::mem::size_of::<V>(),
             None,

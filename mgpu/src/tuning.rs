@@ -179,22 +179,6 @@ fn best_entry<'a>(
     })
 }
 
-/// The scan tuning for a mapped or counting input: its loads go through registers (cp.async copies
-/// bytes, it cannot map them), which the table's high-occupancy scan tunings have too few of (at
-/// 40 registers, OCC 11, the mapped kernels spilled, and a struct mapped from u32 still did at 80).
-pub fn for_computed_input(mut t: Tuning) -> Tuning {
-    t.occ = t.occ.min(4);
-    t
-}
-
-/// Bytes per element that a family's tile holds for keys of `key_size` and values of `value_size`.
-pub fn tile_element_size(family: Family, key_size: usize, value_size: usize) -> usize {
-    match family {
-        Family::SortPairs | Family::Compact | Family::ReduceByKey => key_size + value_size,
-        _ => key_size,
-    }
-}
-
 struct Entry {
     family: Family,
     arch: u32,
@@ -443,16 +427,10 @@ pub fn lookup(family: Family, arch: u32, elem_size: usize) -> Result<Tuning> {
     Ok(t)
 }
 
-/// The tuning of reduce-then-scan's upsweep: the scan's tiles (the downsweep rescans the same
-/// ranges of tiles) at no more than the Reduce family's occupancy. The upsweep is the reduce
-/// kernel, which holds a thread's values in registers, so the higher OCC that the persistent
-/// look-back scan runs at would make it spill (1-byte elements at 128x39 spill from OCC 6 on).
-pub fn upsweep(scan: Tuning, arch: u32, elem_size: usize) -> Result<Tuning> {
-    let reduce = lookup(Family::Reduce, arch, elem_size)?;
-    Ok(Tuning {
-        occ: scan.occ.min(reduce.occ),
-        ..scan
-    })
+/// The table's tunings for `arch` (`None`: the CPU, which takes sm_90's) as a kernel family's
+/// tuning rule reads them (`cuda::family::TableTuning`).
+pub fn table(arch: Option<u32>) -> impl Fn(Family, usize) -> Result<Tuning> {
+    move |family, size| resolve(family, arch, size, None)
 }
 
 /// The tuning a call runs with: the caller's override (validated for tiles of `tile_elem_size`

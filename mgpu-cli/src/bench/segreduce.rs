@@ -677,7 +677,17 @@ fn bench_spmv<T: SpmvValue>(r: Run) -> Result<Vec<Line>, String> {
             r,
             r.first && d == 0,
             g,
-            |y| ctx.spmv_csr(&values, &cols, csr(&offsets, support_empty), &x, y, &mul, &add),
+            |y| {
+                ctx.spmv_csr(
+                    &values,
+                    &cols,
+                    csr(&offsets, support_empty),
+                    &x,
+                    y,
+                    &mul,
+                    &add,
+                )
+            },
             || ctx.spmv_plan::<T, u32>(&cols, csr(&offsets, support_empty), m.ncols),
             |plan, y| ctx.spmv_apply(plan, &values, &x, y, &mul, &add),
             |what, y| check_spmv(what, y, &m, &host_values, &host_x),

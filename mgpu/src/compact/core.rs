@@ -181,17 +181,13 @@ fn compact_tuning<K: Element, V: Element>(
     ctx: &Context,
     with_values: bool,
 ) -> Result<crate::Tuning> {
-    let size = std::mem::size_of::<K>()
-        + if with_values {
-            std::mem::size_of::<V>()
-        } else {
-            0
-        };
-    let mut t = tuning::resolve(Family::Compact, ctx.arch(), size, None)?;
-    if t.vt > 31 {
-        t.vt = 31;
-    }
-    Ok(t)
+    let values = if with_values {
+        std::mem::size_of::<V>()
+    } else {
+        0
+    };
+    let table = tuning::table(ctx.arch());
+    crate::cuda::compact::tuning(&table, Family::Compact, std::mem::size_of::<K>(), values)
 }
 
 /// The length checks of reduce-by-key and run-length encoding, before anything runs: `values`
@@ -261,9 +257,11 @@ impl Context {
             out_len,
         )?;
         let count = count.validate(self)?;
-        let size = std::mem::size_of::<K>() + std::mem::size_of::<V>();
-        let mut tuning = tuning::resolve(Family::ReduceByKey, self.arch(), size, None)?;
-        tuning.vt = tuning.vt.min(31);
+        let tuning = crate::cuda::reduce_by_key::tuning(
+            &tuning::table(self.arch()),
+            std::mem::size_of::<K>(),
+            std::mem::size_of::<V>(),
+        )?;
         let keys_in_place = matches!(keys, Place::InOut(_));
         match &self.backend {
             Backend::Cpu => {

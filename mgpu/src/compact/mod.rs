@@ -16,7 +16,6 @@ mod select;
 mod unique;
 
 pub use crate::reduce_by_key::ReduceByKeyAlgorithm;
-pub use runs::non_trivial_tuning;
 
 use crate::Total;
 

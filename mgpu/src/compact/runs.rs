@@ -5,7 +5,7 @@ use super::core::{output_of, Place};
 use super::Count;
 use crate::context::{Backend, Context};
 use crate::error::{Error, LengthRule, Result};
-use crate::tuning::{self, Family};
+use crate::tuning;
 use crate::{Arithmetic, Element, Equality, Op, Slice, SliceMut};
 
 impl Context {
@@ -111,12 +111,10 @@ impl Context {
             }
         }
         let count = count.validate(self)?;
-        let tuning = non_trivial_tuning(tuning::resolve(
-            Family::Compact,
-            self.arch(),
+        let tuning = crate::cuda::compact::non_trivial_tuning(
+            &tuning::table(self.arch()),
             std::mem::size_of::<T>(),
-            None,
-        )?);
+        )?;
         match &self.backend {
             Backend::Cpu => {
                 let keys = input.at.host().expect("checked to be on the CPU");
@@ -133,13 +131,4 @@ impl Context {
             ),
         }
     }
-}
-
-/// The non-trivial runs kernel holds a thread's keys and three masks across its loop: the
-/// table's entry for its keys, at most 128x23 at OCC 4 (at 128x31x4 it spilled for f32 and i64
-/// keys).
-pub fn non_trivial_tuning(mut t: crate::Tuning) -> crate::Tuning {
-    t.vt = t.vt.min(23);
-    t.occ = t.occ.min(4);
-    t
 }

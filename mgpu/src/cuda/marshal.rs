@@ -6,8 +6,8 @@
 use super::compact::CompactArrays;
 use super::compact::{CompactSpec, KeyTest};
 use super::jit::Load;
-use super::segreduce::SegItems;
 use super::memory::DeviceMem;
+use super::segreduce::SegItems;
 use super::segreduce::{self as device, Checks, Geometry, Items};
 use super::Gpu;
 use crate::buffer::{View, ViewMut};

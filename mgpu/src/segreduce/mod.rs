@@ -43,7 +43,7 @@ use crate::cpu::segreduce::HostItems;
 use crate::cuda::segreduce::SegItems;
 use crate::error::{Error, LengthRule, Result};
 use crate::source::{Source, SourceParts};
-use crate::tuning::{self, Family, Tuning, MAX_TILE_BYTES};
+use crate::tuning::{self, Tuning};
 use crate::{Element, Op, Slice, SliceMut};
 
 /// What is reduced per position.
@@ -171,46 +171,14 @@ pub(crate) fn host<'a, X: Element>(v: &View<'a, X>) -> &'a [X] {
     v.at.host().expect("checked to be on the CPU")
 }
 
-/// The tuning of a segmented reduction of `T`s: the table's, with VT at most 31 (a thread's heads
-/// are one 32-bit mask) and the tile's shared memory (values and a segment index per position,
-/// plus columns for SpMV and last heads for indirect CSR) within the static limit.
+/// The table's tuning of a segmented reduction of `T`s with offsets `O` on the context's
+/// architecture (the family's rule: `cuda::segreduce::table_tuning`).
 pub(crate) fn seg_tuning<T: Element, O: Offset>(
     ctx: &Context,
     kind: SegItems,
     indirect: bool,
 ) -> Result<Tuning> {
-    tuning_for::<T, O>(ctx.arch(), kind, indirect)
-}
-
-/// The tuning a segmented reduction of `T`s with offsets `O` uses on `arch` (`None`: the CPU):
-/// what the kernel compile check compiles.
-#[doc(hidden)]
-pub fn tuning_for<T: Element, O: Offset>(
-    arch: Option<u32>,
-    kind: SegItems,
-    indirect: bool,
-) -> Result<Tuning> {
-    // SpMV has a family of its own: its items are gathers, which want other tiles (tuning.rs).
-    let family = if kind == SegItems::Values {
-        Family::SegReduce
-    } else {
-        Family::Spmv
-    };
-    let mut t = tuning::resolve(family, arch, std::mem::size_of::<T>(), None)?;
-    let o = std::mem::size_of::<O>();
-    let per_item = std::mem::size_of::<T>()
-        + o
-        + if kind != SegItems::Values && !indirect {
-            4
-        } else {
-            0
-        }
-        + if indirect { o } else { 0 };
-    t.vt = t.vt.min(31);
-    while t.vt > 1 && t.nv() * per_item > MAX_TILE_BYTES {
-        t.vt -= if t.vt > 2 { 2 } else { 1 };
-    }
-    Ok(t)
+    crate::cuda::segreduce::table_tuning::<T, O>(&tuning::table(ctx.arch()), kind, indirect)
 }
 
 impl Context {

@@ -4,8 +4,8 @@
 use super::{seg_tuning, Csr, ItemSource, Offset, Segments};
 use crate::buffer::{output, View};
 use crate::context::{Backend, Context};
-use crate::cuda::segreduce::SegItems;
 use crate::cuda::memory::DeviceMem;
+use crate::cuda::segreduce::SegItems;
 use crate::error::{Error, LengthRule, Result};
 use crate::source::Source;
 use crate::tuning::Tuning;

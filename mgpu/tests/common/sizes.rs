@@ -84,7 +84,11 @@ pub fn tile(ctx: &Context, family: mgpu::tuning::Family, size: usize) -> usize {
 /// The segmented-reduction tile (positions per tile) the library uses for `T`s with offsets `O`
 /// (sm_90's table on the CPU).
 pub fn seg_tile<T: Element, O: Offset>(ctx: &Context, kind: SegItems, indirect: bool) -> usize {
-    mgpu::segreduce::tuning_for::<T, O>(Some(ctx.arch().unwrap_or(90)), kind, indirect)
-        .unwrap()
-        .nv()
+    mgpu::cuda::segreduce::table_tuning::<T, O>(
+        &mgpu::tuning::table(Some(ctx.arch().unwrap_or(90))),
+        kind,
+        indirect,
+    )
+    .unwrap()
+    .nv()
 }

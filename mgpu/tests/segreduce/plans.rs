@@ -8,8 +8,8 @@ use super::*;
 /// the offsets) and without (the apply reads the plan's packed heads): tile edges, last tiles
 /// that end on a thread's boundary or inside a thread's items, segments of length 1 and 2.
 fn plans_for<T: TestElement, O: TestOffset>(ctx: &Context, r: &mut StdRng, ops: [&Op<T>; 2]) {
-    let tuning = mgpu::segreduce::tuning_for::<T, O>(
-        Some(ctx.arch().unwrap_or(90)),
+    let tuning = mgpu::cuda::segreduce::table_tuning::<T, O>(
+        &mgpu::tuning::table(Some(ctx.arch().unwrap_or(90))),
         SegItems::Values,
         false,
     )
