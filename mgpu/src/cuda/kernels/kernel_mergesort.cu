@@ -413,6 +413,21 @@ __device__ __forceinline__ u64 pair_split(const u64* pairs, u64 start, u64 n1, u
   return diag == n1 + n2 ? n1 : pairs[(start + diag) / MGPU_NV] - start;
 }
 
+// One probe at `mid` of a bisection over [lo, hi), with its splits (s, t): taken, lo moves past it
+// and (s, t) go to (s_taken, t_taken); not taken, hi moves to it and they go to (s_not, t_not).
+__device__ __forceinline__ void bisect(bool taken, u64 mid, u64 s, u64 t, u64& lo, u64& hi,
+                                       u64& s_taken, u64& t_taken, u64& s_not, u64& t_not) {
+  if (taken) {
+    lo = mid + 1;
+    s_taken = s;
+    t_taken = t;
+  } else {
+    hi = mid;
+    s_not = s;
+    t_not = t;
+  }
+}
+
 // Four-way split of every output tile boundary: quads[4 i + r] = where run r stands at output
 // i * NV. `pairs` holds the two-way partitions of the same width (mgpu_merge_partition), which
 // split merge(A, B) and merge(C, D) at every multiple of NV. The boundary's split x between
@@ -449,15 +464,7 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
     u64 t = pair_split(pairs, g.r[2], nc, nd, k - x);
     K ab = merged_at(a, na, b, nb, x, s, comp);
     K cd = merged_last(c, d, k - x, t, comp);
-    if (!comp(cd, ab)) {
-      j_lo = j + 1;
-      s_true = s;
-      t_true = t;
-    } else {
-      j_hi = j;
-      s_false = s;
-      t_false = t;
-    }
+    bisect(!comp(cd, ab), j, s, t, j_lo, j_hi, s_true, t_true, s_false, t_false);
   }
   bool has_true = j_lo > j_first, has_false = j_lo < j_end;
   lo = has_true ? (j_lo - 1) * MGPU_NV + 1 : lo;
@@ -493,15 +500,8 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
   while (lo < hi) {
     u64 x = (lo + hi) / 2, y = k - 1 - x;
     splits(x, y, s, t);
-    if (!comp(merged_at(c, nc, d, nd, y, t, comp), merged_at(a, na, b, nb, x, s, comp))) {
-      lo = x + 1;
-      s_lo = s;
-      t_hi = t;
-    } else {
-      hi = x;
-      s_hi = s;
-      t_lo = t;
-    }
+    bool taken = !comp(merged_at(c, nc, d, nd, y, t, comp), merged_at(a, na, b, nb, x, s, comp));
+    bisect(taken, x, s, t, lo, hi, s_lo, t_hi, s_hi, t_lo);
   }
   splits(lo, k - lo, s, t);
   u64* q = quads + 4 * i;
