@@ -1,7 +1,8 @@
 // cta_scan.cuh: warp and CTA scans of one value per thread (ordered: non-commutative safe), for
 // any value type and operator: the scan's elements, a compaction's counts, (count, value) pairs.
 
-// Inclusive scan across the warp.
+// Inclusive scan across the warp. warp_reduce's loop mirrored (shfl_up, the earlier lane's value
+// first): one template for both directions would hide which each takes.
 template <typename V, typename F>
 __device__ __forceinline__ V warp_scan_inclusive(V x, F op) {
   int lane = threadIdx.x & (MGPU_WARP - 1);

@@ -21,38 +21,27 @@ __device__ __forceinline__ U bit_cast_to(const void* p) {
 }
 
 // Shuffles move 32-bit words, so any trivially copyable element (a user struct too) goes word by word.
-template <typename X>
-__device__ __forceinline__ X shfl_down(X x, int offset) {
+enum ShflKind { SHFL_DOWN, SHFL_UP, SHFL_IDX };
+template <ShflKind KIND, typename X>
+__device__ __forceinline__ X shfl_words(X x, int arg) {
   constexpr int W = (sizeof(X) + 3) / 4;
   unsigned w[W];
   memcpy(w, &x, sizeof(X));
 #pragma unroll
-  for (int i = 0; i < W; ++i) w[i] = __shfl_down_sync(MGPU_FULL_MASK, w[i], offset);
+  for (int i = 0; i < W; ++i) {
+    if constexpr (KIND == SHFL_DOWN) w[i] = __shfl_down_sync(MGPU_FULL_MASK, w[i], arg);
+    else if constexpr (KIND == SHFL_UP) w[i] = __shfl_up_sync(MGPU_FULL_MASK, w[i], arg);
+    else w[i] = __shfl_sync(MGPU_FULL_MASK, w[i], arg);
+  }
   memcpy(&x, w, sizeof(X));
   return x;
 }
-
 template <typename X>
-__device__ __forceinline__ X shfl_up(X x, int offset) {
-  constexpr int W = (sizeof(X) + 3) / 4;
-  unsigned w[W];
-  memcpy(w, &x, sizeof(X));
-#pragma unroll
-  for (int i = 0; i < W; ++i) w[i] = __shfl_up_sync(MGPU_FULL_MASK, w[i], offset);
-  memcpy(&x, w, sizeof(X));
-  return x;
-}
-
+__device__ __forceinline__ X shfl_down(X x, int offset) { return shfl_words<SHFL_DOWN>(x, offset); }
 template <typename X>
-__device__ __forceinline__ X shfl_idx(X x, int lane) {
-  constexpr int W = (sizeof(X) + 3) / 4;
-  unsigned w[W];
-  memcpy(w, &x, sizeof(X));
-#pragma unroll
-  for (int i = 0; i < W; ++i) w[i] = __shfl_sync(MGPU_FULL_MASK, w[i], lane);
-  memcpy(&x, w, sizeof(X));
-  return x;
-}
+__device__ __forceinline__ X shfl_up(X x, int offset) { return shfl_words<SHFL_UP>(x, offset); }
+template <typename X>
+__device__ __forceinline__ X shfl_idx(X x, int lane) { return shfl_words<SHFL_IDX>(x, lane); }
 
 // ---- Memory-model accesses for inter-CTA communication (look-back) ----
 __device__ __forceinline__ void store_relaxed_u64(u64* p, u64 v) {
@@ -75,6 +64,8 @@ __device__ __forceinline__ void load_relaxed_b128(const u64* p, u64& lo, u64& hi
       "{\n .reg .b128 t;\n ld.relaxed.gpu.global.b128 t, [%2];\n mov.b128 {%0, %1}, t;\n}"
       : "=l"(lo), "=l"(hi) : "l"(p) : "memory");
 }
+// Written out like the u64 pair above: only the PTX (order, width) differs, which a shared
+// wrapper would hide.
 __device__ __forceinline__ void store_release_u32(unsigned* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }

@@ -328,15 +328,22 @@ __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, cons
   store_tile(s, keys_out, values_out, out_base, total, tid);
 }
 
+// The output tile of this CTA in a merge of `count` outputs: its index and [begin, end).
+struct OutTile {
+  u64 index, begin, end;
+};
+__device__ __forceinline__ OutTile out_tile(u64 count) {
+  u64 index = blockIdx.x, begin = index * MGPU_NV;
+  return {index, begin, min(begin + MGPU_NV, count)};
+}
+
 #ifdef MGPU_WANT_mgpu_merge_pass
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
                     u64 width, const u64* partitions) {
   __shared__ SortStorage s;
   Comp comp;
-  u64 tile = blockIdx.x;
-  u64 out_begin = tile * MGPU_NV;
-  u64 out_end = min(out_begin + MGPU_NV, count);
+  auto [tile, out_begin, out_end] = out_tile(count);
   RunPair r = run_pair(out_begin, width, count);
   u64 a_begin = partitions[tile];
   u64 b_begin = r.a1 + (out_begin - r.start) - (a_begin - r.a0);
@@ -360,9 +367,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
                const u64* partitions) {
   __shared__ SortStorage s;
   Comp comp;
-  u64 tile = blockIdx.x;
-  u64 out_begin = tile * MGPU_NV;
-  u64 out_end = min(out_begin + MGPU_NV, a_count + b_count);
+  auto [tile, out_begin, out_end] = out_tile(a_count + b_count);
   u64 a_begin = partitions[tile], a_end = partitions[tile + 1];
   u64 b_begin = out_begin - a_begin, b_end = out_end - a_end;
   merge_tile(s, a_keys, a_values, a_begin, a_end, b_keys, b_values, b_begin, b_end, keys_out,
@@ -413,6 +418,21 @@ __device__ __forceinline__ u64 pair_split(const u64* pairs, u64 start, u64 n1, u
   return diag == n1 + n2 ? n1 : pairs[(start + diag) / MGPU_NV] - start;
 }
 
+// One probe at `mid` of a bisection over [lo, hi), with its splits (s, t): taken, lo moves past it
+// and (s, t) go to (s_taken, t_taken); not taken, hi moves to it and they go to (s_not, t_not).
+__device__ __forceinline__ void bisect(bool taken, u64 mid, u64 s, u64 t, u64& lo, u64& hi,
+                                       u64& s_taken, u64& t_taken, u64& s_not, u64& t_not) {
+  if (taken) {
+    lo = mid + 1;
+    s_taken = s;
+    t_taken = t;
+  } else {
+    hi = mid;
+    s_not = s;
+    t_not = t;
+  }
+}
+
 // Four-way split of every output tile boundary: quads[4 i + r] = where run r stands at output
 // i * NV. `pairs` holds the two-way partitions of the same width (mgpu_merge_partition), which
 // split merge(A, B) and merge(C, D) at every multiple of NV. The boundary's split x between
@@ -449,15 +469,7 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
     u64 t = pair_split(pairs, g.r[2], nc, nd, k - x);
     K ab = merged_at(a, na, b, nb, x, s, comp);
     K cd = merged_last(c, d, k - x, t, comp);
-    if (!comp(cd, ab)) {
-      j_lo = j + 1;
-      s_true = s;
-      t_true = t;
-    } else {
-      j_hi = j;
-      s_false = s;
-      t_false = t;
-    }
+    bisect(!comp(cd, ab), j, s, t, j_lo, j_hi, s_true, t_true, s_false, t_false);
   }
   bool has_true = j_lo > j_first, has_false = j_lo < j_end;
   lo = has_true ? (j_lo - 1) * MGPU_NV + 1 : lo;
@@ -493,15 +505,8 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
   while (lo < hi) {
     u64 x = (lo + hi) / 2, y = k - 1 - x;
     splits(x, y, s, t);
-    if (!comp(merged_at(c, nc, d, nd, y, t, comp), merged_at(a, na, b, nb, x, s, comp))) {
-      lo = x + 1;
-      s_lo = s;
-      t_hi = t;
-    } else {
-      hi = x;
-      s_hi = s;
-      t_lo = t;
-    }
+    bool taken = !comp(merged_at(c, nc, d, nd, y, t, comp), merged_at(a, na, b, nb, x, s, comp));
+    bisect(taken, x, s, t, lo, hi, s_lo, t_hi, s_hi, t_lo);
   }
   splits(lo, k - lo, s, t);
   u64* q = quads + 4 * i;
@@ -515,7 +520,8 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
 // Merges one output tile of a four-way pass: the tile's parts of A, B, C and D (from `quads`)
 // go to shared memory side by side; the first level merges A with B and C with D in one sweep
 // (a thread whose outputs straddle the two merges switches runs mid-way), the second merges the
-// two results.
+// two results. Opens like mgpu_merge_pass but without out_tile: through it, 64-bit keys at
+// 256x9x3 took 72 registers, not 66 (NVRTC 13.5).
 #ifdef MGPU_WANT_mgpu_merge4_pass
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,

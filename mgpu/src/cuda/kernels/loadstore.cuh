@@ -87,7 +87,8 @@ __device__ __forceinline__ void load_tile_to_shared(Input in, u64 base, int coun
 #endif
   {
     // Batches of up to 16 loads in flight before their stores: enough parallelism for unaligned
-    // inputs, few enough registers for tunings with a tight register budget.
+    // inputs, few enough registers for tunings with a tight register budget. Batched like the
+    // vector path, kept apart: its loads, guards and fill differ in every line.
     constexpr int BATCH = MGPU_VT < 16 ? MGPU_VT : 16;
 #pragma unroll
     for (int b = 0; b < MGPU_VT; b += BATCH) {
@@ -104,6 +105,20 @@ __device__ __forceinline__ void load_tile_to_shared(Input in, u64 base, int coun
   }
 }
 
+// A full tile of NV elements at a 16-byte aligned `src` to shared memory in 16-byte cp.async copies;
+// with WAIT, complete for the calling thread on return.
+template <typename X, bool WAIT>
+__device__ __forceinline__ void full_tile_to_shared_async(const X* src, X* shared, int tid) {
+  constexpr int CHUNKS = MGPU_NV * (int)sizeof(X) / 16;
+#pragma unroll
+  for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
+    int c = i * MGPU_NT + tid;
+    if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
+      cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
+  }
+  if (WAIT) cp_async_wait_all();
+}
+
 // Global -> shared like load_tile_to_shared, but full aligned tiles of plain input are copied with
 // cp.async, so no register holds the tile in flight. The copy is complete for the calling thread on
 // return (with WAIT = false, once it calls cp_async_wait_all: other loads can be issued while the
@@ -114,15 +129,7 @@ __device__ __forceinline__ void load_tile_to_shared_async(Input in, u64 base, in
 #if MGPU_LOAD_PLAIN
   constexpr int VEC = MGPU_VEC;
   if (VEC > 1 && vec_ok && count == MGPU_NV) {
-    const T* src = in.ptr + base;
-    constexpr int CHUNKS = MGPU_NV / VEC;
-#pragma unroll
-    for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
-      int c = i * MGPU_NT + tid;
-      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
-        cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
-    }
-    if (WAIT) cp_async_wait_all();
+    full_tile_to_shared_async<T, WAIT>(in.ptr + base, shared, tid);
     return;
   }
 #endif
@@ -151,21 +158,13 @@ __device__ __forceinline__ void store_tile_from_shared(const T* shared, int coun
 }
 
 // Global -> shared for a plain array of any type: the tile of `n` elements at `src` in strided
-// order (a compaction's values, a sparse matrix's values and columns). The same cp.async loop
-// as load_tile_to_shared_async's, which keeps its own: routed through one shared function, the i8
-// look-back scan spilled 8 bytes (NVRTC 13.5). WAIT as for load_tile_to_shared_async.
+// order (a compaction's values, a sparse matrix's values and columns). WAIT as for
+// load_tile_to_shared_async.
 template <typename X, bool WAIT = true>
 __device__ __forceinline__ void load_plain_to_shared(const X* src, int n, X* shared, int tid) {
   constexpr int VEC = (16 % sizeof(X) == 0) ? 16 / (int)sizeof(X) : 1;
   if (VEC > 1 && n == MGPU_NV && ((size_t)src & 15) == 0) {
-    constexpr int CHUNKS = MGPU_NV / VEC;
-#pragma unroll
-    for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
-      int c = i * MGPU_NT + tid;
-      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
-        cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
-    }
-    if (WAIT) cp_async_wait_all();
+    full_tile_to_shared_async<X, WAIT>(src, shared, tid);
     return;
   }
 #pragma unroll
