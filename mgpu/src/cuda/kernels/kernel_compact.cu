@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   int tid = threadIdx.x;
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
   lookback_tiles(tickets, first_ticket, num_tiles, storage.tile_id, status, CountPlus(), (C)0,
-                 [&](i64 tile, const auto& lookback) {
+                 [&](i64 tile, const TileLookbackOf<C, CountPlus>& lookback) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
     load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.keys, tid);
@@ -189,7 +189,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
   const RunPair none{0, identity};
   lookback_tiles(tickets, first_ticket, num_tiles, storage.tile_id, status, RunPlus(), none,
-                 [&](i64 tile, const auto& lookback) {
+                 [&](i64 tile, const TileLookbackOf<RunPair, RunPlus>& lookback) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
     load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.keys, tid);
@@ -312,7 +312,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
   const StartPair none{0, 0};
   lookback_tiles(tickets, first_ticket, num_tiles, storage.tile_id, status, StartPlus(), none,
-                 [&](i64 tile, const auto& lookback) {
+                 [&](i64 tile, const TileLookbackOf<StartPair, StartPlus>& lookback) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
     load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.tile.keys, tid);

@@ -79,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   Op op;
   u64 num_tiles = (count + head + MGPU_NV - 1) / MGPU_NV;
   lookback_tiles(tickets, first_ticket, num_tiles, storage.tile_id, status, op, identity,
-                 [&](i64 tile, const auto& lookback) {
+                 [&](i64 tile, const TileLookbackOf<T, Op>& lookback) {
     u64 first = (u64)tile * MGPU_NV;
     u64 base = tile == 0 ? 0 : first - head;
     int n = (int)(min(first + MGPU_NV - head, count) - base);

@@ -627,7 +627,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
   constexpr u64 PER_TILE = (u64)MGPU_NT * MGPU_SPINE_VT;
   u64 num_spine = (num_tiles + PER_TILE - 1) / PER_TILE;
   lookback_tiles(tickets, first_ticket, num_spine, storage.tile_id, status, SegPlus(), none,
-                 [&](i64 s, const auto& lookback) {
+                 [&](i64 s, const TileLookbackOf<SegPair, SegPlus>& lookback) {
     u64 first = (u64)s * PER_TILE + (u64)tid * MGPU_SPINE_VT;
     // Every record of the thread's tiles is loaded before the scan, so that the fix-up below
     // waits on no load (reading them in its loop, behind its stores, made the spine a chain of
