@@ -10,8 +10,8 @@ use crate::compact::core::{check_runs, Place};
 use crate::compact::Count;
 use crate::context::Context;
 use crate::cuda::segreduce::SegItems;
-use crate::error::{Error, LengthRule, Result};
-use crate::segreduce::{seg_tuning, ItemSource, Prepared, Segments};
+use crate::error::{Error, Result};
+use crate::segreduce::{seg_tuning, Planned, Prepared, Segments};
 use crate::source::Source;
 use crate::tuning::Tuning;
 use crate::{Element, Equality, Offset, Op, Slice, SliceMut};
@@ -334,35 +334,19 @@ impl Context {
         out: &mut impl SliceMut<T>,
         op: &Op<T>,
     ) -> Result<()> {
-        let name = "reduce_by_key_apply";
-        let values = values.parts();
-        values.check(self, "the values")?;
-        if values.len != plan.count {
-            return Err(Error::LengthMismatch {
-                call: name,
-                argument: "values",
-                actual: values.len as u64,
-                expected: plan.count as u64,
-                of: "keys",
-                rule: LengthRule::Plan,
-            });
-        }
         let starts = plan.starts.slice(..plan.runs);
-        crate::buffer::check_place(self, &starts.at, "the plan")?;
-        let segs = Segments {
-            offsets: starts,
-            sources: None,
-            count: plan.count,
-            support_empty: false,
+        let check_plan = || crate::buffer::check_place(self, &starts.at, "the plan");
+        let planned = Planned {
+            segs: Segments {
+                offsets: starts,
+                sources: None,
+                count: plan.count,
+                support_empty: false,
+            },
+            of: "keys",
+            prepared: &plan.prepared,
+            tuning: &plan.tuning,
         };
-        let out = output(self, out, "the output")?;
-        self.segreduce_run(
-            name,
-            segs,
-            ItemSource::Values(values),
-            out,
-            op,
-            Some((&plan.prepared, &plan.tuning)),
-        )
+        self.apply_plan("reduce_by_key_apply", planned, check_plan, values, out, op)
     }
 }

@@ -35,7 +35,7 @@ pub use crate::reduce_by_key::ReduceByKeyPlan;
 pub use plan::SegPlan;
 pub use spmv::SpmvPlan;
 
-pub(crate) use plan::{check_plan_context, Prepared};
+pub(crate) use plan::{check_plan_context, Planned, Prepared};
 
 use crate::buffer::{input, output, View, ViewMut};
 use crate::context::{Backend, Context};
