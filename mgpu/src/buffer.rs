@@ -513,3 +513,21 @@ pub(crate) fn output<'a, T: Element>(
     check_place(ctx, &v.at.shared(), what)?;
     Ok(v)
 }
+
+/// The error for an output of `actual` elements that must hold the `expected` of `of`.
+pub(crate) fn too_short(
+    call: &'static str,
+    argument: &'static str,
+    actual: usize,
+    expected: usize,
+    of: &'static str,
+) -> Error {
+    Error::LengthMismatch {
+        call,
+        argument,
+        actual: actual as u64,
+        expected: expected as u64,
+        of,
+        rule: LengthRule::AtLeast,
+    }
+}

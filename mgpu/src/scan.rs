@@ -1,11 +1,11 @@
 //! Scan: prefix sums under any associative operator (the seed's `Scan`), exclusive or inclusive,
 //! out of place or in place, with the total to the host and/or device memory.
 
-use crate::buffer::{output, ViewMut};
+use crate::buffer::{output, too_short, ViewMut};
 use crate::context::Backend;
 use crate::cuda;
 use crate::cuda::jit::Load;
-use crate::error::{Error, LengthRule, Result};
+use crate::error::Result;
 use crate::source::{Source, SourceParts};
 use crate::tuning::{self, Family, Tuning};
 use crate::{cpu, Context, Element, Op, SliceMut, Total};
@@ -144,14 +144,8 @@ impl Context {
         input.check(self, "the input")?;
         let output = crate::buffer::output(self, output, "the output")?;
         if output.len() < input.len {
-            return Err(Error::LengthMismatch {
-                call: "scan",
-                argument: "the output",
-                actual: output.len() as u64,
-                expected: input.len as u64,
-                of: "the input",
-                rule: LengthRule::AtLeast,
-            });
+            let (len, n) = (output.len(), input.len);
+            return Err(too_short("scan", "the output", len, n, "the input"));
         }
         self.scan_impl(Some(input), output, op, options, total)
     }

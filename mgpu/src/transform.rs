@@ -1,10 +1,10 @@
 //! Copy and sequence: writing any [`Source`] to memory (Thrust's `copy`, `transform` and
 //! `sequence`).
 
-use crate::buffer::output;
+use crate::buffer::{output, too_short};
 use crate::context::Backend;
 use crate::cuda;
-use crate::error::{Error, LengthRule, Result};
+use crate::error::Result;
 use crate::source::Source;
 use crate::tuning::{self, Family};
 use crate::{cpu, Arithmetic, Context, Counting, Element, SliceMut};
@@ -29,14 +29,14 @@ impl Context {
         src.check(self, "the source")?;
         let mut dst = output(self, dst, "the destination")?;
         if dst.len() < src.len {
-            return Err(Error::LengthMismatch {
-                call: "copy",
-                argument: "the destination",
-                actual: dst.len() as u64,
-                expected: src.len as u64,
-                of: "the source",
-                rule: LengthRule::AtLeast,
-            });
+            let argument = "the destination";
+            return Err(too_short(
+                "copy",
+                argument,
+                dst.len(),
+                src.len,
+                "the source",
+            ));
         }
         match &self.backend {
             Backend::Cpu => {
