@@ -367,22 +367,14 @@ pub(crate) fn compact<K: Element, V: Element>(
         wide_count: false,
         non_trivial_runs: false,
     };
-    let homes: Vec<_> = places
-        .iter()
-        .flatten()
-        .map(|p| p.1)
-        .chain(count.home())
-        .collect();
-    let slot = gpu.ordered(&homes, || {
-        let slot = count_slot(count, gpu)?;
+    let homes = places.iter().flatten().map(|p| p.1);
+    counted(gpu, homes, count, |count_out| {
         let arrays = CompactArrays {
-            count_out: slot.0,
+            count_out,
             ..arrays
         };
-        super::compact::compact::<K, V>(gpu, spec, test, arrays, n as u64, tuning)?;
-        Ok(slot)
-    })?;
-    count.finish_device(&slot)
+        super::compact::compact::<K, V>(gpu, spec, test, arrays, n as u64, tuning)
+    })
 }
 
 /// The runs kernel (reduce-by-key; run-length encoding with a `constant` value per key) on the
@@ -418,21 +410,14 @@ pub(crate) fn runs<K: Element, V: Element>(
         values_out: vout.map_or(vp, |p| p.0),
         ..Default::default()
     };
-    let homes: Vec<_> = [Some(kh), Some(vh), kout.map(|p| p.1), vout.map(|p| p.1)]
-        .into_iter()
-        .flatten()
-        .chain(count.home())
-        .collect();
-    let slot = gpu.ordered(&homes, || {
-        let slot = count_slot(count, gpu)?;
+    let homes = [Some(kh), Some(vh), kout.map(|p| p.1), vout.map(|p| p.1)];
+    counted(gpu, homes.into_iter().flatten(), count, |count_out| {
         let arrays = CompactArrays {
-            count_out: slot.0,
+            count_out,
             ..arrays
         };
-        super::reduce_by_key::reduce_by_key(gpu, equal, op, arrays, constant, n as u64, tuning)?;
-        Ok(slot)
-    })?;
-    count.finish_device(&slot)
+        super::reduce_by_key::reduce_by_key(gpu, equal, op, arrays, constant, n as u64, tuning)
+    })
 }
 
 /// The non-trivial runs kernel on the GPU, arguments checked.
@@ -450,10 +435,25 @@ pub(crate) fn non_trivial_runs<T: Element, L: Arithmetic>(
     let (ih, ip) = input.at.device().expect("on the GPU");
     let (oh, op) = offsets.at.device().expect("on the GPU");
     let (lh, lp) = lengths.at.device().expect("on the GPU");
-    let homes: Vec<_> = [ih, oh, lh].into_iter().chain(count.home()).collect();
+    counted(gpu, [ih, oh, lh], count, |count_out| {
+        super::compact::non_trivial_runs::<T, L>(
+            gpu, equal, ip, op, lp, count_out, n as u64, tuning,
+        )
+    })
+}
+
+/// Runs `launch`, given the device address the kernel writes its count to, ordered after
+/// `homes` (and the count's own); then delivers the count where `count` says.
+fn counted<'a>(
+    gpu: &Arc<Gpu>,
+    homes: impl IntoIterator<Item = &'a Arc<Gpu>>,
+    count: &'a TotalTo<'_, u64>,
+    launch: impl FnOnce(u64) -> Result<()>,
+) -> Result<Option<u64>> {
+    let homes: Vec<_> = homes.into_iter().chain(count.home()).collect();
     let slot = gpu.ordered(&homes, || {
         let slot = count_slot(count, gpu)?;
-        super::compact::non_trivial_runs::<T, L>(gpu, equal, ip, op, lp, slot.0, n as u64, tuning)?;
+        launch(slot.0)?;
         Ok(slot)
     })?;
     count.finish_device(&slot)
