@@ -399,14 +399,17 @@ macro_rules! mut_methods {
         pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
             let at = self.view_mut().at;
             if data.len() != at.len() {
-                return Err(Error::LengthMismatch {
-                    call: "copy_from_host",
-                    argument: "elements given",
-                    actual: data.len() as u64,
-                    expected: at.len() as u64,
-                    of: "destination elements",
-                    rule: LengthRule::Equal,
-                });
+                let (given, of) = ("elements given", "destination elements");
+                let (actual, expected) = (data.len(), at.len());
+                let call = "copy_from_host";
+                return Err(length_mismatch(
+                    LengthRule::Equal,
+                    call,
+                    given,
+                    actual,
+                    expected,
+                    of,
+                ));
             }
             match at {
                 AtMut::Host(s) => {
@@ -514,8 +517,9 @@ pub(crate) fn output<'a, T: Element>(
     Ok(v)
 }
 
-/// The error for an output of `actual` elements that must hold the `expected` of `of`.
-pub(crate) fn too_short(
+/// The error for an argument of `actual` elements where `rule` asks for `expected` (of `of`).
+pub(crate) fn length_mismatch(
+    rule: LengthRule,
     call: &'static str,
     argument: &'static str,
     actual: usize,
@@ -528,6 +532,6 @@ pub(crate) fn too_short(
         actual: actual as u64,
         expected: expected as u64,
         of,
-        rule: LengthRule::AtLeast,
+        rule,
     }
 }

@@ -1,10 +1,11 @@
 //! Scan: prefix sums under any associative operator (the seed's `Scan`), exclusive or inclusive,
 //! out of place or in place, with the total to the host and/or device memory.
 
-use crate::buffer::{output, too_short, ViewMut};
+use crate::buffer::{length_mismatch, output, ViewMut};
 use crate::context::Backend;
 use crate::cuda;
 use crate::cuda::jit::Load;
+use crate::error::LengthRule::AtLeast;
 use crate::error::Result;
 use crate::source::{Source, SourceParts};
 use crate::tuning::{self, Family, Tuning};
@@ -145,7 +146,14 @@ impl Context {
         let output = crate::buffer::output(self, output, "the output")?;
         if output.len() < input.len {
             let (len, n) = (output.len(), input.len);
-            return Err(too_short("scan", "the output", len, n, "the input"));
+            return Err(length_mismatch(
+                AtLeast,
+                "scan",
+                "the output",
+                len,
+                n,
+                "the input",
+            ));
         }
         self.scan_impl(Some(input), output, op, options, total)
     }

@@ -1,9 +1,10 @@
 //! Copy and sequence: writing any [`Source`] to memory (Thrust's `copy`, `transform` and
 //! `sequence`).
 
-use crate::buffer::{output, too_short};
+use crate::buffer::{length_mismatch, output};
 use crate::context::Backend;
 use crate::cuda;
+use crate::error::LengthRule::AtLeast;
 use crate::error::Result;
 use crate::source::Source;
 use crate::tuning::{self, Family};
@@ -29,13 +30,14 @@ impl Context {
         src.check(self, "the source")?;
         let mut dst = output(self, dst, "the destination")?;
         if dst.len() < src.len {
-            let argument = "the destination";
-            return Err(too_short(
+            let (argument, of) = ("the destination", "the source");
+            return Err(length_mismatch(
+                AtLeast,
                 "copy",
                 argument,
                 dst.len(),
                 src.len,
-                "the source",
+                of,
             ));
         }
         match &self.backend {

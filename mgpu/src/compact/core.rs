@@ -83,7 +83,7 @@ impl<'a, K: Element, V: Element> Job<'a, K, V> {
 }
 
 pub(crate) fn too_short(name: &'static str, what: &'static str, len: usize, n: usize) -> Error {
-    crate::buffer::too_short(name, what, len, n, "the input")
+    crate::buffer::length_mismatch(LengthRule::AtLeast, name, what, len, n, "the input")
 }
 
 impl<K: Element, V: Element> Job<'_, K, V> {
