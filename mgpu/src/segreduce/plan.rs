@@ -120,7 +120,12 @@ impl Context {
             None => (None, 0),
         };
         let mut segs = segs;
-        segs.support_empty = self.check_segments(name, &segs, count, cols, x_len, &tuning)?;
+        let bounds = super::validate::Bounds {
+            data_len: count,
+            cols,
+            x_len,
+        };
+        segs.support_empty = self.check_segments(name, &segs, bounds, &tuning)?;
         let prepared = self.prepare(&segs, &tuning)?;
         Ok(SegPlan {
             offsets: segs.offsets,
