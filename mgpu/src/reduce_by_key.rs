@@ -109,6 +109,7 @@ impl Context {
     /// }
     /// # Ok::<(), mgpu::Error>(())
     /// ```
+    // reduce_by_key's public parameters again, plus the algorithm: the signatures repeat.
     #[allow(clippy::too_many_arguments)]
     pub fn reduce_by_key_with<K: Element, V: Element>(
         &self,
