@@ -150,25 +150,20 @@ impl Context {
                 )?;
                 let count = count.validate(self)?;
                 let (mut keys_out, mut values_out) = (keys_out, values_out);
-                let runs = if n <= u32::MAX as usize {
-                    self.reduce_by_key_planned::<K, V, u32>(
-                        &keys,
-                        &values,
-                        &mut keys_out,
-                        &mut values_out,
-                        equal,
-                        op,
-                    )?
+                let planned = if n <= u32::MAX as usize {
+                    Self::reduce_by_key_planned::<K, V, u32>
                 } else {
-                    self.reduce_by_key_planned::<K, V, u64>(
-                        &keys,
-                        &values,
-                        &mut keys_out,
-                        &mut values_out,
-                        equal,
-                        op,
-                    )?
+                    Self::reduce_by_key_planned::<K, V, u64>
                 };
+                let runs = planned(
+                    self,
+                    &keys,
+                    &values,
+                    &mut keys_out,
+                    &mut values_out,
+                    equal,
+                    op,
+                )?;
                 count.deliver(self, runs as u64)
             }
         }
