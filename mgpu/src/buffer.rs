@@ -399,16 +399,13 @@ macro_rules! mut_methods {
         pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
             let at = self.view_mut().at;
             if data.len() != at.len() {
-                let (given, of) = ("elements given", "destination elements");
-                let (actual, expected) = (data.len(), at.len());
-                let call = "copy_from_host";
                 return Err(length_mismatch(
                     LengthRule::Equal,
-                    call,
-                    given,
-                    actual,
-                    expected,
-                    of,
+                    "copy_from_host",
+                    "elements given",
+                    data.len(),
+                    at.len(),
+                    "destination elements",
                 ));
             }
             match at {

@@ -145,13 +145,12 @@ impl Context {
         input.check(self, "the input")?;
         let output = crate::buffer::output(self, output, "the output")?;
         if output.len() < input.len {
-            let (len, n) = (output.len(), input.len);
             return Err(length_mismatch(
                 AtLeast,
                 "scan",
                 "the output",
-                len,
-                n,
+                output.len(),
+                input.len,
                 "the input",
             ));
         }

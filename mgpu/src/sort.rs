@@ -105,13 +105,12 @@ impl Context {
         let mut keys = output(self, keys, "the keys")?;
         let mut values = output(self, values, "the values")?;
         if keys.len() != values.len() {
-            let (actual, expected) = (values.len(), keys.len());
             return Err(length_mismatch(
                 Equal,
                 "sort_pairs",
                 "values",
-                actual,
-                expected,
+                values.len(),
+                keys.len(),
                 "keys",
             ));
         }
@@ -159,9 +158,13 @@ impl Context {
         let mut keys = output(self, keys, "the keys")?;
         let mut indices = output(self, indices, "the indices")?;
         if keys.len() != indices.len() {
-            let (actual, expected, call) = (indices.len(), keys.len(), "sort_indices");
             return Err(length_mismatch(
-                Equal, call, "indices", actual, expected, "keys",
+                Equal,
+                "sort_indices",
+                "indices",
+                indices.len(),
+                keys.len(),
+                "keys",
             ));
         }
         if keys.len() as u64 > u32::MAX as u64 + 1 {
@@ -218,15 +221,13 @@ impl Context {
         let b = input(self, b, "B")?;
         let mut out = output(self, out, "the output")?;
         if out.len() < a.len() + b.len() {
-            let (actual, expected) = (out.len(), a.len() + b.len());
-            let of = "A and B together";
             return Err(length_mismatch(
                 AtLeast,
                 "merge",
                 "the output",
-                actual,
-                expected,
-                of,
+                out.len(),
+                a.len() + b.len(),
+                "A and B together",
             ));
         }
         let t = sort_tuning(self, SortValues::None, std::mem::size_of::<K>(), 0, None)?;
@@ -297,14 +298,13 @@ impl Context {
             ("the output values", out_values.len()),
         ] {
             if len < total {
-                let of = "A and B together";
                 return Err(length_mismatch(
                     AtLeast,
                     "merge_pairs",
                     argument,
                     len,
                     total,
-                    of,
+                    "A and B together",
                 ));
             }
         }

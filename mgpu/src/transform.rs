@@ -30,14 +30,13 @@ impl Context {
         src.check(self, "the source")?;
         let mut dst = output(self, dst, "the destination")?;
         if dst.len() < src.len {
-            let (argument, of) = ("the destination", "the source");
             return Err(length_mismatch(
                 AtLeast,
                 "copy",
-                argument,
+                "the destination",
                 dst.len(),
                 src.len,
-                of,
+                "the source",
             ));
         }
         match &self.backend {
