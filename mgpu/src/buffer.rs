@@ -399,14 +399,14 @@ macro_rules! mut_methods {
         pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
             let at = self.view_mut().at;
             if data.len() != at.len() {
-                return Err(Error::LengthMismatch {
-                    call: "copy_from_host",
-                    argument: "elements given",
-                    actual: data.len() as u64,
-                    expected: at.len() as u64,
-                    of: "destination elements",
-                    rule: LengthRule::Equal,
-                });
+                return Err(length_mismatch(
+                    LengthRule::Equal,
+                    "copy_from_host",
+                    "elements given",
+                    data.len(),
+                    at.len(),
+                    "destination elements",
+                ));
             }
             match at {
                 AtMut::Host(s) => {
@@ -512,4 +512,23 @@ pub(crate) fn output<'a, T: Element>(
     let v = s.view_mut();
     check_place(ctx, &v.at.shared(), what)?;
     Ok(v)
+}
+
+/// The error for an argument of `actual` elements where `rule` asks for `expected` (of `of`).
+pub(crate) fn length_mismatch(
+    rule: LengthRule,
+    call: &'static str,
+    argument: &'static str,
+    actual: usize,
+    expected: usize,
+    of: &'static str,
+) -> Error {
+    Error::LengthMismatch {
+        call,
+        argument,
+        actual: actual as u64,
+        expected: expected as u64,
+        of,
+        rule,
+    }
 }

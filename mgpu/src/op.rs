@@ -4,6 +4,155 @@ use crate::Element;
 use std::borrow::Cow;
 use std::sync::Arc;
 
+/// A name, a CPU function and a CUDA expression with its helpers: what [`Op`], [`Comparator`],
+/// [`Predicate`], [`Equality`] and [`Map`](crate::Map) each carry.
+pub(crate) struct CudaFn<F: ?Sized> {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) cpu: Arc<F>,
+    pub(crate) expression: Cow<'static, str>,
+    pub(crate) helpers: Cow<'static, str>,
+}
+
+// By hand: a derive would ask `F: Clone`, which no `dyn Fn` is.
+impl<F: ?Sized> Clone for CudaFn<F> {
+    fn clone(&self) -> Self {
+        CudaFn {
+            name: self.name.clone(),
+            cpu: Arc::clone(&self.cpu),
+            expression: self.expression.clone(),
+            helpers: self.helpers.clone(),
+        }
+    }
+}
+
+impl<F: ?Sized> CudaFn<F> {
+    pub(crate) fn new(
+        name: impl Into<Cow<'static, str>>,
+        cpu: Arc<F>,
+        expression: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        CudaFn {
+            name: name.into(),
+            cpu,
+            expression: expression.into(),
+            helpers: Cow::Borrowed(""),
+        }
+    }
+
+    /// NVRTC-compiles the expression: `check_cuda` of each type.
+    pub(crate) fn check<I: Element, O: Element>(
+        &self,
+        what: &str,
+        binary: bool,
+        result: &str,
+        arch: u32,
+    ) -> crate::Result<()> {
+        crate::check::check::<I, O>(
+            &crate::check::Expression {
+                what,
+                name: &self.name,
+                helpers: &self.helpers,
+                expression: &self.expression,
+                binary,
+                result,
+            },
+            arch,
+        )
+    }
+}
+
+/// Writes a type around a [`CudaFn`], with the public API the expression-carrying types share.
+/// `@api` alone gives `with_cuda_helpers`, `name`, `cuda_expression`, `cuda_helpers` and
+/// `check_cuda`; the full form adds the struct, `Debug`, `new` and the CPU call.
+macro_rules! cuda_fn_api {
+    (
+        $(#[$doc:meta])*
+        pub struct $name:ident<$($g:ident),+>;
+        $(#[$new_doc:meta])*
+        fn new;
+        $(#[$call_doc:meta])*
+        fn $call:ident($($arg:ident: $arg_ty:ty),+) -> $ret:ty;
+        $($api:tt)*
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name<$($g),+> {
+            f: $crate::op::CudaFn<dyn Fn($($arg_ty),+) -> $ret + Send + Sync>,
+        }
+
+        impl<$($g),+> std::fmt::Debug for $name<$($g),+> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("name", &self.f.name)
+                    .field("cuda", &self.f.expression)
+                    .finish()
+            }
+        }
+
+        impl<$($g: $crate::Element),+> $name<$($g),+> {
+            $(#[$new_doc])*
+            pub fn new(
+                name: impl Into<std::borrow::Cow<'static, str>>,
+                cpu: impl Fn($($arg_ty),+) -> $ret + Send + Sync + 'static,
+                cuda_expression: impl Into<std::borrow::Cow<'static, str>>,
+            ) -> Self {
+                let cpu = std::sync::Arc::new(cpu);
+                $name { f: $crate::op::CudaFn::new(name, cpu, cuda_expression) }
+            }
+
+            $(#[$call_doc])*
+            #[inline]
+            pub fn $call(&self, $($arg: $arg_ty),+) -> $ret {
+                (self.f.cpu)($($arg),+)
+            }
+        }
+
+        $crate::op::cuda_fn_api!(@api $name<$($g),+> $($api)*);
+    };
+    (
+        @api $name:ident<$($g:ident),+>
+        $what:literal over $over:literal;
+        $(#[$with_doc:meta])*
+        fn with_cuda_helpers;
+        $(#[$helpers_doc:meta])*
+        fn cuda_helpers;
+        $(#[$check_doc:meta])*
+        fn check_cuda::<$ci:ty, $co:ty>(binary: $binary:literal, result: $result:literal);
+    ) => {
+        impl<$($g: $crate::Element),+> $name<$($g),+> {
+            $(#[$with_doc])*
+            pub fn with_cuda_helpers(
+                mut self,
+                source: impl Into<std::borrow::Cow<'static, str>>,
+            ) -> Self {
+                self.f.helpers = source.into();
+                self
+            }
+
+            #[doc = concat!("The ", $what, "'s name.")]
+            pub fn name(&self) -> &str {
+                &self.f.name
+            }
+
+            #[doc = concat!("The CUDA C++ expression over ", $over, ".")]
+            pub fn cuda_expression(&self) -> &str {
+                &self.f.expression
+            }
+
+            $(#[$helpers_doc])*
+            pub fn cuda_helpers(&self) -> &str {
+                &self.f.helpers
+            }
+
+            $(#[$check_doc])*
+            pub fn check_cuda(&self, arch: u32) -> $crate::Result<()> {
+                self.f.check::<$ci, $co>($what, $binary, $result, arch)
+            }
+        }
+    };
+}
+pub(crate) use cuda_fn_api;
+
 /// An associative binary operator with an identity, runnable on the CPU (a Rust function) and on the
 /// GPU (a CUDA C++ expression over the operands `a` and `b`).
 ///
@@ -22,20 +171,17 @@ use std::sync::Arc;
 /// ```
 #[derive(Clone)]
 pub struct Op<T> {
-    name: Cow<'static, str>,
+    f: CudaFn<dyn Fn(T, T) -> T + Send + Sync>,
     identity: T,
-    cpu: Arc<dyn Fn(T, T) -> T + Send + Sync>,
-    cuda_expression: Cow<'static, str>,
-    cuda_helpers: Cow<'static, str>,
     commutative: bool,
 }
 
 impl<T: std::fmt::Debug> std::fmt::Debug for Op<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Op")
-            .field("name", &self.name)
+            .field("name", &self.f.name)
             .field("identity", &self.identity)
-            .field("cuda", &self.cuda_expression)
+            .field("cuda", &self.f.expression)
             .field("commutative", &self.commutative)
             .finish()
     }
@@ -51,11 +197,8 @@ impl<T: Element> Op<T> {
         cuda_expression: impl Into<Cow<'static, str>>,
     ) -> Self {
         Op {
-            name: name.into(),
+            f: CudaFn::new(name, Arc::new(cpu), cuda_expression),
             identity,
-            cpu: Arc::new(cpu),
-            cuda_expression: cuda_expression.into(),
-            cuda_helpers: Cow::Borrowed(""),
             commutative: false,
         }
     }
@@ -66,16 +209,10 @@ impl<T: Element> Op<T> {
         self
     }
 
-    /// CUDA C++ device functions the expression calls (placed before it in the kernel source).
-    pub fn with_cuda_helpers(mut self, source: impl Into<Cow<'static, str>>) -> Self {
-        self.cuda_helpers = source.into();
-        self
-    }
-
     /// Applies the operator on the CPU.
     #[inline]
     pub fn apply(&self, a: T, b: T) -> T {
-        (self.cpu)(a, b)
+        (self.f.cpu)(a, b)
     }
 
     /// The identity element.
@@ -83,26 +220,18 @@ impl<T: Element> Op<T> {
         self.identity
     }
 
-    /// The operator's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// Whether the operator was declared commutative.
     pub fn is_commutative(&self) -> bool {
         self.commutative
     }
+}
 
-    /// The CUDA C++ expression over `a` and `b`.
-    pub fn cuda_expression(&self) -> &str {
-        &self.cuda_expression
-    }
-
+cuda_fn_api! {
+    @api Op<T> "operator" over "`a` and `b`";
+    /// CUDA C++ device functions the expression calls (placed before it in the kernel source).
+    fn with_cuda_helpers;
     /// CUDA C++ helper source for the expression.
-    pub fn cuda_helpers(&self) -> &str {
-        &self.cuda_helpers
-    }
-
+    fn cuda_helpers;
     /// Compiles the CUDA expression (with its helpers) for `sm_{arch}` with NVRTC, without a
     /// GPU (NVRTC alone suffices): a bad expression is [`Error::Compile`](crate::Error::Compile)
     /// with NVRTC's log, caught before a primitive uses it; [`Error::NoNvrtc`](crate::Error::NoNvrtc)
@@ -121,19 +250,7 @@ impl<T: Element> Op<T> {
     /// }
     /// # Ok::<(), mgpu::Error>(())
     /// ```
-    pub fn check_cuda(&self, arch: u32) -> crate::Result<()> {
-        crate::check::check::<T, T>(
-            &crate::check::Expression {
-                what: "operator",
-                name: &self.name,
-                helpers: &self.cuda_helpers,
-                expression: &self.cuda_expression,
-                binary: true,
-                result: "T",
-            },
-            arch,
-        )
-    }
+    fn check_cuda::<T, T>(binary: true, result: "T");
 }
 
 /// Built-in arithmetic element types (the ten primitive numbers).
@@ -264,93 +381,30 @@ impl<T: Bitwise> Op<T> {
         Op::new("bit_xor", T::ZERO, T::xor, "(T)(a ^ b)").commutative(true)
     }
 }
-
-/// The CPU side of a comparator.
-type BeforeFn<T> = dyn Fn(&T, &T) -> bool + Send + Sync;
-
-/// A strict weak order: `before(a, b)` is true when `a` must come before `b`. Given as a Rust
-/// function (CPU) and a CUDA C++ boolean expression over `a` and `b` (GPU).
-///
-/// The built-ins order floating-point keys totally: NaN compares equal to NaN, and all NaNs come
-/// after every number with [`less`](Comparator::less) (before every number with
-/// [`greater`](Comparator::greater)); `-0.0` and `0.0` are equivalent (their input order is kept).
-///
-/// ```
-/// use mgpu::Comparator;
-/// let by_abs = Comparator::new("abs_less", |a: &i32, b: &i32| a.abs() < b.abs(), "abs(a) < abs(b)");
-/// assert!(by_abs.before(&1, &-2));
-/// assert!(Comparator::<f32>::less().before(&1.0, &f32::NAN));
-/// ```
-#[derive(Clone)]
-pub struct Comparator<T> {
-    name: Cow<'static, str>,
-    cpu: Arc<BeforeFn<T>>,
-    cuda_expression: Cow<'static, str>,
-    cuda_helpers: Cow<'static, str>,
-}
-
-impl<T> std::fmt::Debug for Comparator<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Comparator")
-            .field("name", &self.name)
-            .field("cuda", &self.cuda_expression)
-            .finish()
-    }
-}
-
-impl<T: Element> Comparator<T> {
+cuda_fn_api! {
+    /// A strict weak order: `before(a, b)` is true when `a` must come before `b`. Given as a Rust
+    /// function (CPU) and a CUDA C++ boolean expression over `a` and `b` (GPU).
+    ///
+    /// The built-ins order floating-point keys totally: NaN compares equal to NaN, and all NaNs come
+    /// after every number with [`less`](Comparator::less) (before every number with
+    /// [`greater`](Comparator::greater)); `-0.0` and `0.0` are equivalent (their input order is kept).
+    ///
+    /// ```
+    /// use mgpu::Comparator;
+    /// let by_abs = Comparator::new("abs_less", |a: &i32, b: &i32| a.abs() < b.abs(), "abs(a) < abs(b)");
+    /// assert!(by_abs.before(&1, &-2));
+    /// assert!(Comparator::<f32>::less().before(&1.0, &f32::NAN));
+    /// ```
+    pub struct Comparator<T>;
     /// A custom comparator; `cpu` and `cuda_expression` must define the same strict weak order.
-    pub fn new(
-        name: impl Into<Cow<'static, str>>,
-        cpu: impl Fn(&T, &T) -> bool + Send + Sync + 'static,
-        cuda_expression: impl Into<Cow<'static, str>>,
-    ) -> Self {
-        Comparator {
-            name: name.into(),
-            cpu: Arc::new(cpu),
-            cuda_expression: cuda_expression.into(),
-            cuda_helpers: Cow::Borrowed(""),
-        }
-    }
-
-    /// CUDA C++ device functions the expression calls.
-    pub fn with_cuda_helpers(mut self, source: impl Into<Cow<'static, str>>) -> Self {
-        self.cuda_helpers = source.into();
-        self
-    }
-
+    fn new;
     /// True when `a` must come before `b`.
-    #[inline]
-    pub fn before(&self, a: &T, b: &T) -> bool {
-        (self.cpu)(a, b)
-    }
-
-    /// The comparator as a total `Ordering` (equivalent keys are `Equal`).
-    pub fn ordering(&self, a: &T, b: &T) -> std::cmp::Ordering {
-        if self.before(a, b) {
-            std::cmp::Ordering::Less
-        } else if self.before(b, a) {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    }
-
-    /// The comparator's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The CUDA C++ expression over `a` and `b`.
-    pub fn cuda_expression(&self) -> &str {
-        &self.cuda_expression
-    }
-
+    fn before(a: &T, b: &T) -> bool;
+    "comparator" over "`a` and `b`";
+    /// CUDA C++ device functions the expression calls.
+    fn with_cuda_helpers;
     /// CUDA C++ helper source.
-    pub fn cuda_helpers(&self) -> &str {
-        &self.cuda_helpers
-    }
-
+    fn cuda_helpers;
     /// Compiles the CUDA expression (with its helpers) for `sm_{arch}` with NVRTC, without a
     /// GPU (NVRTC alone suffices): a bad expression is [`Error::Compile`](crate::Error::Compile)
     /// with NVRTC's log, caught before a primitive uses it; [`Error::NoNvrtc`](crate::Error::NoNvrtc)
@@ -364,18 +418,19 @@ impl<T: Element> Comparator<T> {
     /// }
     /// # Ok::<(), mgpu::Error>(())
     /// ```
-    pub fn check_cuda(&self, arch: u32) -> crate::Result<()> {
-        crate::check::check::<T, T>(
-            &crate::check::Expression {
-                what: "comparator",
-                name: &self.name,
-                helpers: &self.cuda_helpers,
-                expression: &self.cuda_expression,
-                binary: true,
-                result: "bool",
-            },
-            arch,
-        )
+    fn check_cuda::<T, T>(binary: true, result: "bool");
+}
+
+impl<T: Element> Comparator<T> {
+    /// The comparator as a total `Ordering` (equivalent keys are `Equal`).
+    pub fn ordering(&self, a: &T, b: &T) -> std::cmp::Ordering {
+        if self.before(a, b) {
+            std::cmp::Ordering::Less
+        } else if self.before(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
     }
 }
 
@@ -414,77 +469,26 @@ impl<T: Arithmetic> Comparator<T> {
     }
 }
 
-/// The CPU side of a predicate.
-type PredicateFn<T> = dyn Fn(&T) -> bool + Send + Sync;
-
-/// A yes/no test of one element, for the compaction primitives
-/// ([`select_if`](crate::Context::select_if), [`partition_if`](crate::Context::partition_if)):
-/// a Rust function (CPU) and a CUDA C++ boolean expression over `x` (GPU), which must agree.
-///
-/// ```
-/// use mgpu::Predicate;
-/// let even = Predicate::new("even", |x: &i32| x % 2 == 0, "x % 2 == 0");
-/// assert!(even.test(&4) && !even.test(&7));
-/// ```
-#[derive(Clone)]
-pub struct Predicate<T> {
-    name: Cow<'static, str>,
-    cpu: Arc<PredicateFn<T>>,
-    cuda_expression: Cow<'static, str>,
-    cuda_helpers: Cow<'static, str>,
-}
-
-impl<T> std::fmt::Debug for Predicate<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Predicate")
-            .field("name", &self.name)
-            .field("cuda", &self.cuda_expression)
-            .finish()
-    }
-}
-
-impl<T: Element> Predicate<T> {
+cuda_fn_api! {
+    /// A yes/no test of one element, for the compaction primitives
+    /// ([`select_if`](crate::Context::select_if), [`partition_if`](crate::Context::partition_if)):
+    /// a Rust function (CPU) and a CUDA C++ boolean expression over `x` (GPU), which must agree.
+    ///
+    /// ```
+    /// use mgpu::Predicate;
+    /// let even = Predicate::new("even", |x: &i32| x % 2 == 0, "x % 2 == 0");
+    /// assert!(even.test(&4) && !even.test(&7));
+    /// ```
+    pub struct Predicate<T>;
     /// A custom predicate; `cpu` and `cuda_expression` must compute the same test.
-    pub fn new(
-        name: impl Into<Cow<'static, str>>,
-        cpu: impl Fn(&T) -> bool + Send + Sync + 'static,
-        cuda_expression: impl Into<Cow<'static, str>>,
-    ) -> Self {
-        Predicate {
-            name: name.into(),
-            cpu: Arc::new(cpu),
-            cuda_expression: cuda_expression.into(),
-            cuda_helpers: Cow::Borrowed(""),
-        }
-    }
-
-    /// CUDA C++ device functions the expression calls.
-    pub fn with_cuda_helpers(mut self, source: impl Into<Cow<'static, str>>) -> Self {
-        self.cuda_helpers = source.into();
-        self
-    }
-
+    fn new;
     /// Applies the predicate on the CPU.
-    #[inline]
-    pub fn test(&self, x: &T) -> bool {
-        (self.cpu)(x)
-    }
-
-    /// The predicate's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The CUDA C++ expression over `x`.
-    pub fn cuda_expression(&self) -> &str {
-        &self.cuda_expression
-    }
-
+    fn test(x: &T) -> bool;
+    "predicate" over "`x`";
+    /// CUDA C++ device functions the expression calls.
+    fn with_cuda_helpers;
     /// CUDA C++ helper source.
-    pub fn cuda_helpers(&self) -> &str {
-        &self.cuda_helpers
-    }
-
+    fn cuda_helpers;
     /// Compiles the CUDA expression (with its helpers) for `sm_{arch}` with NVRTC, without a
     /// GPU (NVRTC alone suffices): a bad expression is [`Error::Compile`](crate::Error::Compile)
     /// with NVRTC's log, caught before a primitive uses it; [`Error::NoNvrtc`](crate::Error::NoNvrtc)
@@ -500,19 +504,7 @@ impl<T: Element> Predicate<T> {
     /// }
     /// # Ok::<(), mgpu::Error>(())
     /// ```
-    pub fn check_cuda(&self, arch: u32) -> crate::Result<()> {
-        crate::check::check::<T, T>(
-            &crate::check::Expression {
-                what: "predicate",
-                name: &self.name,
-                helpers: &self.cuda_helpers,
-                expression: &self.cuda_expression,
-                binary: false,
-                result: "bool",
-            },
-            arch,
-        )
-    }
+    fn check_cuda::<T, T>(binary: false, result: "bool");
 }
 
 impl<T: Arithmetic> Predicate<T> {
@@ -523,79 +515,28 @@ impl<T: Arithmetic> Predicate<T> {
     }
 }
 
-/// The CPU side of an equality.
-type EqualFn<T> = dyn Fn(&T, &T) -> bool + Send + Sync;
-
-/// An equivalence relation that groups adjacent elements into runs, for
-/// [`unique`](crate::Context::unique), [`run_length_encode`](crate::Context::run_length_encode)
-/// and [`reduce_by_key`](crate::Context::reduce_by_key): a Rust function (CPU) and a CUDA C++
-/// boolean expression over `a` and `b` (GPU), which must agree.
-///
-/// ```
-/// use mgpu::Equality;
-/// let same_decade = Equality::new("decade", |a: &u32, b: &u32| a / 10 == b / 10, "a / 10 == b / 10");
-/// assert!(same_decade.equal(&31, &39));
-/// assert!(!Equality::<f32>::equal_to().equal(&f32::NAN, &f32::NAN));
-/// ```
-#[derive(Clone)]
-pub struct Equality<T> {
-    name: Cow<'static, str>,
-    cpu: Arc<EqualFn<T>>,
-    cuda_expression: Cow<'static, str>,
-    cuda_helpers: Cow<'static, str>,
-}
-
-impl<T> std::fmt::Debug for Equality<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Equality")
-            .field("name", &self.name)
-            .field("cuda", &self.cuda_expression)
-            .finish()
-    }
-}
-
-impl<T: Element> Equality<T> {
+cuda_fn_api! {
+    /// An equivalence relation that groups adjacent elements into runs, for
+    /// [`unique`](crate::Context::unique), [`run_length_encode`](crate::Context::run_length_encode)
+    /// and [`reduce_by_key`](crate::Context::reduce_by_key): a Rust function (CPU) and a CUDA C++
+    /// boolean expression over `a` and `b` (GPU), which must agree.
+    ///
+    /// ```
+    /// use mgpu::Equality;
+    /// let same_decade = Equality::new("decade", |a: &u32, b: &u32| a / 10 == b / 10, "a / 10 == b / 10");
+    /// assert!(same_decade.equal(&31, &39));
+    /// assert!(!Equality::<f32>::equal_to().equal(&f32::NAN, &f32::NAN));
+    /// ```
+    pub struct Equality<T>;
     /// A custom equality; `cpu` and `cuda_expression` must define the same equivalence.
-    pub fn new(
-        name: impl Into<Cow<'static, str>>,
-        cpu: impl Fn(&T, &T) -> bool + Send + Sync + 'static,
-        cuda_expression: impl Into<Cow<'static, str>>,
-    ) -> Self {
-        Equality {
-            name: name.into(),
-            cpu: Arc::new(cpu),
-            cuda_expression: cuda_expression.into(),
-            cuda_helpers: Cow::Borrowed(""),
-        }
-    }
-
-    /// CUDA C++ device functions the expression calls.
-    pub fn with_cuda_helpers(mut self, source: impl Into<Cow<'static, str>>) -> Self {
-        self.cuda_helpers = source.into();
-        self
-    }
-
+    fn new;
     /// True when `a` and `b` belong to the same run.
-    #[inline]
-    pub fn equal(&self, a: &T, b: &T) -> bool {
-        (self.cpu)(a, b)
-    }
-
-    /// The equality's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The CUDA C++ expression over `a` and `b`.
-    pub fn cuda_expression(&self) -> &str {
-        &self.cuda_expression
-    }
-
+    fn equal(a: &T, b: &T) -> bool;
+    "equality" over "`a` and `b`";
+    /// CUDA C++ device functions the expression calls.
+    fn with_cuda_helpers;
     /// CUDA C++ helper source.
-    pub fn cuda_helpers(&self) -> &str {
-        &self.cuda_helpers
-    }
-
+    fn cuda_helpers;
     /// Compiles the CUDA expression (with its helpers) for `sm_{arch}` with NVRTC, without a
     /// GPU (NVRTC alone suffices): a bad expression is [`Error::Compile`](crate::Error::Compile)
     /// with NVRTC's log, caught before a primitive uses it; [`Error::NoNvrtc`](crate::Error::NoNvrtc)
@@ -609,19 +550,7 @@ impl<T: Element> Equality<T> {
     /// }
     /// # Ok::<(), mgpu::Error>(())
     /// ```
-    pub fn check_cuda(&self, arch: u32) -> crate::Result<()> {
-        crate::check::check::<T, T>(
-            &crate::check::Expression {
-                what: "equality",
-                name: &self.name,
-                helpers: &self.cuda_helpers,
-                expression: &self.cuda_expression,
-                binary: true,
-                result: "bool",
-            },
-            arch,
-        )
-    }
+    fn check_cuda::<T, T>(binary: true, result: "bool");
 }
 
 impl<T: Arithmetic> Equality<T> {

@@ -10,8 +10,8 @@ use crate::compact::core::{check_runs, Place};
 use crate::compact::Count;
 use crate::context::Context;
 use crate::cuda::segreduce::SegItems;
-use crate::error::{Error, LengthRule, Result};
-use crate::segreduce::{seg_tuning, ItemSource, Prepared, Segments};
+use crate::error::{Error, Result};
+use crate::segreduce::{seg_tuning, Planned, Prepared, Segments};
 use crate::source::Source;
 use crate::tuning::Tuning;
 use crate::{Element, Equality, Offset, Op, Slice, SliceMut};
@@ -109,6 +109,7 @@ impl Context {
     /// }
     /// # Ok::<(), mgpu::Error>(())
     /// ```
+    // reduce_by_key's public parameters again, plus the algorithm: the signatures repeat.
     #[allow(clippy::too_many_arguments)]
     pub fn reduce_by_key_with<K: Element, V: Element>(
         &self,
@@ -149,25 +150,20 @@ impl Context {
                 )?;
                 let count = count.validate(self)?;
                 let (mut keys_out, mut values_out) = (keys_out, values_out);
-                let runs = if n <= u32::MAX as usize {
-                    self.reduce_by_key_planned::<K, V, u32>(
-                        &keys,
-                        &values,
-                        &mut keys_out,
-                        &mut values_out,
-                        equal,
-                        op,
-                    )?
+                let planned = if n <= u32::MAX as usize {
+                    Self::reduce_by_key_planned::<K, V, u32>
                 } else {
-                    self.reduce_by_key_planned::<K, V, u64>(
-                        &keys,
-                        &values,
-                        &mut keys_out,
-                        &mut values_out,
-                        equal,
-                        op,
-                    )?
+                    Self::reduce_by_key_planned::<K, V, u64>
                 };
+                let runs = planned(
+                    self,
+                    &keys,
+                    &values,
+                    &mut keys_out,
+                    &mut values_out,
+                    equal,
+                    op,
+                )?;
                 count.deliver(self, runs as u64)
             }
         }
@@ -334,35 +330,19 @@ impl Context {
         out: &mut impl SliceMut<T>,
         op: &Op<T>,
     ) -> Result<()> {
-        let name = "reduce_by_key_apply";
-        let values = values.parts();
-        values.check(self, "the values")?;
-        if values.len != plan.count {
-            return Err(Error::LengthMismatch {
-                call: name,
-                argument: "values",
-                actual: values.len as u64,
-                expected: plan.count as u64,
-                of: "keys",
-                rule: LengthRule::Plan,
-            });
-        }
         let starts = plan.starts.slice(..plan.runs);
-        crate::buffer::check_place(self, &starts.at, "the plan")?;
-        let segs = Segments {
-            offsets: starts,
-            sources: None,
-            count: plan.count,
-            support_empty: false,
+        let check_plan = || crate::buffer::check_place(self, &starts.at, "the plan");
+        let planned = Planned {
+            segs: Segments {
+                offsets: starts,
+                sources: None,
+                count: plan.count,
+                support_empty: false,
+            },
+            of: "keys",
+            prepared: &plan.prepared,
+            tuning: &plan.tuning,
         };
-        let out = output(self, out, "the output")?;
-        self.segreduce_run(
-            name,
-            segs,
-            ItemSource::Values(values),
-            out,
-            op,
-            Some((&plan.prepared, &plan.tuning)),
-        )
+        self.apply_plan("reduce_by_key_apply", planned, check_plan, values, out, op)
     }
 }

@@ -1,11 +1,12 @@
 //! Scan: prefix sums under any associative operator (the seed's `Scan`), exclusive or inclusive,
 //! out of place or in place, with the total to the host and/or device memory.
 
-use crate::buffer::{output, ViewMut};
+use crate::buffer::{length_mismatch, output, ViewMut};
 use crate::context::Backend;
 use crate::cuda;
 use crate::cuda::jit::Load;
-use crate::error::{Error, LengthRule, Result};
+use crate::error::LengthRule::AtLeast;
+use crate::error::Result;
 use crate::source::{Source, SourceParts};
 use crate::tuning::{self, Family, Tuning};
 use crate::{cpu, Context, Element, Op, SliceMut, Total};
@@ -144,14 +145,14 @@ impl Context {
         input.check(self, "the input")?;
         let output = crate::buffer::output(self, output, "the output")?;
         if output.len() < input.len {
-            return Err(Error::LengthMismatch {
-                call: "scan",
-                argument: "the output",
-                actual: output.len() as u64,
-                expected: input.len as u64,
-                of: "the input",
-                rule: LengthRule::AtLeast,
-            });
+            return Err(length_mismatch(
+                AtLeast,
+                "scan",
+                "the output",
+                output.len(),
+                input.len,
+                "the input",
+            ));
         }
         self.scan_impl(Some(input), output, op, options, total)
     }

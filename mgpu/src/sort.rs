@@ -1,10 +1,11 @@
 //! Mergesort and merge (the seed's MergesortKeys / MergesortPairs / MergesortIndices and Merge):
 //! stable, under any strict weak order.
 
-use crate::buffer::{input, output, View, ViewMut};
+use crate::buffer::{input, length_mismatch, output, View, ViewMut};
 use crate::context::Backend;
 use crate::cuda::{self, sort::SortValues, Gpu};
-use crate::error::{Error, LengthRule, Result};
+use crate::error::LengthRule::{AtLeast, Equal};
+use crate::error::{Error, Result};
 use crate::tuning::{self, Tuning};
 use crate::{cpu, Comparator, Context, Element, Slice, SliceMut};
 use std::sync::Arc;
@@ -104,14 +105,14 @@ impl Context {
         let mut keys = output(self, keys, "the keys")?;
         let mut values = output(self, values, "the values")?;
         if keys.len() != values.len() {
-            return Err(Error::LengthMismatch {
-                call: "sort_pairs",
-                argument: "values",
-                actual: values.len() as u64,
-                expected: keys.len() as u64,
-                of: "keys",
-                rule: LengthRule::Equal,
-            });
+            return Err(length_mismatch(
+                Equal,
+                "sort_pairs",
+                "values",
+                values.len(),
+                keys.len(),
+                "keys",
+            ));
         }
         let t = sort_tuning(
             self,
@@ -157,14 +158,14 @@ impl Context {
         let mut keys = output(self, keys, "the keys")?;
         let mut indices = output(self, indices, "the indices")?;
         if keys.len() != indices.len() {
-            return Err(Error::LengthMismatch {
-                call: "sort_indices",
-                argument: "indices",
-                actual: indices.len() as u64,
-                expected: keys.len() as u64,
-                of: "keys",
-                rule: LengthRule::Equal,
-            });
+            return Err(length_mismatch(
+                Equal,
+                "sort_indices",
+                "indices",
+                indices.len(),
+                keys.len(),
+                "keys",
+            ));
         }
         if keys.len() as u64 > u32::MAX as u64 + 1 {
             return Err(Error::TooLarge {
@@ -220,14 +221,14 @@ impl Context {
         let b = input(self, b, "B")?;
         let mut out = output(self, out, "the output")?;
         if out.len() < a.len() + b.len() {
-            return Err(Error::LengthMismatch {
-                call: "merge",
-                argument: "the output",
-                actual: out.len() as u64,
-                expected: (a.len() + b.len()) as u64,
-                of: "A and B together",
-                rule: LengthRule::AtLeast,
-            });
+            return Err(length_mismatch(
+                AtLeast,
+                "merge",
+                "the output",
+                out.len(),
+                a.len() + b.len(),
+                "A and B together",
+            ));
         }
         let t = sort_tuning(self, SortValues::None, std::mem::size_of::<K>(), 0, None)?;
         match &self.backend {
@@ -281,14 +282,14 @@ impl Context {
             ("values of B", "keys of B", b_keys.len(), b_values.len()),
         ] {
             if len != other {
-                return Err(Error::LengthMismatch {
-                    call: "merge_pairs",
+                return Err(length_mismatch(
+                    Equal,
+                    "merge_pairs",
                     argument,
-                    actual: other as u64,
-                    expected: len as u64,
+                    other,
+                    len,
                     of,
-                    rule: LengthRule::Equal,
-                });
+                ));
             }
         }
         let total = a_keys.len() + b_keys.len();
@@ -297,14 +298,14 @@ impl Context {
             ("the output values", out_values.len()),
         ] {
             if len < total {
-                return Err(Error::LengthMismatch {
-                    call: "merge_pairs",
+                return Err(length_mismatch(
+                    AtLeast,
+                    "merge_pairs",
                     argument,
-                    actual: len as u64,
-                    expected: total as u64,
-                    of: "A and B together",
-                    rule: LengthRule::AtLeast,
-                });
+                    len,
+                    total,
+                    "A and B together",
+                ));
             }
         }
         let t = sort_tuning(

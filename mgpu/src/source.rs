@@ -7,84 +7,35 @@ use crate::context::{Backend, Context};
 use crate::cuda::jit::Load;
 use crate::cuda::Gpu;
 use crate::error::{mismatch, Residence, Result};
-use crate::op::Arithmetic;
+use crate::op::{cuda_fn_api, Arithmetic};
 use crate::Element;
-use std::borrow::Cow;
 use std::sync::Arc;
 
-/// A per-element function from `I` to `O`, given once for each backend: a Rust function (CPU) and
-/// a CUDA C++ expression over `x` of type `I` (GPU). Applied as each input element is loaded, so a
-/// mapped reduce or scan moves no more memory than the plain one.
-///
-/// ```
-/// use mgpu::{Context, Map, Op};
-/// let ctx = Context::cpu();
-/// let x = ctx.upload(&[1.5f32, -2.0, 3.0])?;
-/// // sum(x * x), accumulated in f64: one pass, no intermediate buffer.
-/// let square = Map::new("square_f64", |x: f32| (x as f64) * (x as f64), "(double)x * (double)x");
-/// assert_eq!(ctx.reduce(&x.map(&square), &Op::plus())?, 15.25);
-/// # Ok::<(), mgpu::Error>(())
-/// ```
-#[derive(Clone)]
-pub struct Map<I, O> {
-    name: Cow<'static, str>,
-    cpu: Arc<dyn Fn(I) -> O + Send + Sync>,
-    cuda_expression: Cow<'static, str>,
-    cuda_helpers: Cow<'static, str>,
-}
-
-impl<I, O> std::fmt::Debug for Map<I, O> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Map")
-            .field("name", &self.name)
-            .field("cuda", &self.cuda_expression)
-            .finish()
-    }
-}
-
-impl<I: Element, O: Element> Map<I, O> {
+cuda_fn_api! {
+    /// A per-element function from `I` to `O`, given once for each backend: a Rust function (CPU) and
+    /// a CUDA C++ expression over `x` of type `I` (GPU). Applied as each input element is loaded, so a
+    /// mapped reduce or scan moves no more memory than the plain one.
+    ///
+    /// ```
+    /// use mgpu::{Context, Map, Op};
+    /// let ctx = Context::cpu();
+    /// let x = ctx.upload(&[1.5f32, -2.0, 3.0])?;
+    /// // sum(x * x), accumulated in f64: one pass, no intermediate buffer.
+    /// let square = Map::new("square_f64", |x: f32| (x as f64) * (x as f64), "(double)x * (double)x");
+    /// assert_eq!(ctx.reduce(&x.map(&square), &Op::plus())?, 15.25);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub struct Map<I, O>;
     /// A custom map. `cpu` and `cuda_expression` (over `x`, of `I`'s CUDA type, yielding `O`'s)
     /// must compute the same function.
-    pub fn new(
-        name: impl Into<Cow<'static, str>>,
-        cpu: impl Fn(I) -> O + Send + Sync + 'static,
-        cuda_expression: impl Into<Cow<'static, str>>,
-    ) -> Self {
-        Map {
-            name: name.into(),
-            cpu: Arc::new(cpu),
-            cuda_expression: cuda_expression.into(),
-            cuda_helpers: Cow::Borrowed(""),
-        }
-    }
-
-    /// CUDA C++ device functions the expression calls (placed before it in the kernel source).
-    pub fn with_cuda_helpers(mut self, source: impl Into<Cow<'static, str>>) -> Self {
-        self.cuda_helpers = source.into();
-        self
-    }
-
+    fn new;
     /// Applies the map on the CPU.
-    #[inline]
-    pub fn apply(&self, x: I) -> O {
-        (self.cpu)(x)
-    }
-
-    /// The map's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The CUDA C++ expression over `x`.
-    pub fn cuda_expression(&self) -> &str {
-        &self.cuda_expression
-    }
-
+    fn apply(x: I) -> O;
+    "map" over "`x`";
+    /// CUDA C++ device functions the expression calls (placed before it in the kernel source).
+    fn with_cuda_helpers;
     /// CUDA C++ helper source for the expression.
-    pub fn cuda_helpers(&self) -> &str {
-        &self.cuda_helpers
-    }
-
+    fn cuda_helpers;
     /// Compiles the CUDA expression (with its helpers) from `I` to `O` for `sm_{arch}` with
     /// NVRTC, without a GPU (NVRTC alone suffices): a bad expression is
     /// [`Error::Compile`](crate::Error::Compile) with NVRTC's log, caught before a primitive uses
@@ -100,19 +51,7 @@ impl<I: Element, O: Element> Map<I, O> {
     /// }
     /// # Ok::<(), mgpu::Error>(())
     /// ```
-    pub fn check_cuda(&self, arch: u32) -> Result<()> {
-        crate::check::check::<I, O>(
-            &crate::check::Expression {
-                what: "map",
-                name: &self.name,
-                helpers: &self.cuda_helpers,
-                expression: &self.cuda_expression,
-                binary: false,
-                result: "T",
-            },
-            arch,
-        )
-    }
+    fn check_cuda::<I, O>(binary: false, result: "T");
 }
 
 impl<T: Arithmetic> Map<T, T> {

@@ -1,10 +1,11 @@
 //! Copy and sequence: writing any [`Source`] to memory (Thrust's `copy`, `transform` and
 //! `sequence`).
 
-use crate::buffer::output;
+use crate::buffer::{length_mismatch, output};
 use crate::context::Backend;
 use crate::cuda;
-use crate::error::{Error, LengthRule, Result};
+use crate::error::LengthRule::AtLeast;
+use crate::error::Result;
 use crate::source::Source;
 use crate::tuning::{self, Family};
 use crate::{cpu, Arithmetic, Context, Counting, Element, SliceMut};
@@ -29,14 +30,14 @@ impl Context {
         src.check(self, "the source")?;
         let mut dst = output(self, dst, "the destination")?;
         if dst.len() < src.len {
-            return Err(Error::LengthMismatch {
-                call: "copy",
-                argument: "the destination",
-                actual: dst.len() as u64,
-                expected: src.len as u64,
-                of: "the source",
-                rule: LengthRule::AtLeast,
-            });
+            return Err(length_mismatch(
+                AtLeast,
+                "copy",
+                "the destination",
+                dst.len(),
+                src.len,
+                "the source",
+            ));
         }
         match &self.backend {
             Backend::Cpu => {

@@ -83,14 +83,7 @@ impl<'a, K: Element, V: Element> Job<'a, K, V> {
 }
 
 pub(crate) fn too_short(name: &'static str, what: &'static str, len: usize, n: usize) -> Error {
-    Error::LengthMismatch {
-        call: name,
-        argument: what,
-        actual: len as u64,
-        expected: n as u64,
-        of: "the input",
-        rule: LengthRule::AtLeast,
-    }
+    crate::buffer::length_mismatch(LengthRule::AtLeast, name, what, len, n, "the input")
 }
 
 impl<K: Element, V: Element> Job<'_, K, V> {

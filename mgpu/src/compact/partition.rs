@@ -30,15 +30,10 @@ impl Context {
         pred: &Predicate<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job {
-            keys_out: Some(Place::Out(output_of(self, output, "the output")?)),
-            rejected: Rejected::Reversed,
-            ..Job::<T, T>::new(
-                "partition_if",
-                Place::In(crate::buffer::input(self, input, "the input")?),
-            )
-        };
-        self.compact(job, KeyTest::Predicate(pred), count)
+        let out = Place::Out(output_of(self, output, "the output")?);
+        let input = Place::In(crate::buffer::input(self, input, "the input")?);
+        let rejected = (Rejected::Reversed, None);
+        self.partition("partition_if", input, Some(out), rejected, pred, count)
     }
 
     /// Stable partition in one pass (`thrust::partition_copy`): the items `pred` accepts to the
@@ -63,24 +58,11 @@ impl Context {
         pred: &Predicate<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        let job = Job {
-            keys_out: Some(Place::Out(output_of(
-                self,
-                selected,
-                "the selected output",
-            )?)),
-            keys_rejected: Some(Place::Out(output_of(
-                self,
-                rejected,
-                "the rejected output",
-            )?)),
-            rejected: Rejected::Separate,
-            ..Job::<T, T>::new(
-                "partition_copy",
-                Place::In(crate::buffer::input(self, input, "the input")?),
-            )
-        };
-        self.compact(job, KeyTest::Predicate(pred), count)
+        let out = Place::Out(output_of(self, selected, "the selected output")?);
+        let rejected = Place::Out(output_of(self, rejected, "the rejected output")?);
+        let input = Place::In(crate::buffer::input(self, input, "the input")?);
+        let rejected = (Rejected::Separate, Some(rejected));
+        self.partition("partition_copy", input, Some(out), rejected, pred, count)
     }
 
     /// [`partition_copy`](Context::partition_copy) with the selected items compacted in place at
@@ -92,17 +74,28 @@ impl Context {
         pred: &Predicate<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
+        let rejected = Place::Out(output_of(self, rejected, "the rejected output")?);
+        let data = Place::InOut(output_of(self, data, "the data")?);
+        let rejected = (Rejected::Separate, Some(rejected));
+        self.partition("partition_copy_in_place", data, None, rejected, pred, count)
+    }
+
+    /// The compaction the partitions share: the items of `keys` that `pred` accepts to
+    /// `selected` (else over `keys`), the others as `rejected` says.
+    fn partition<T: Element>(
+        &self,
+        name: &'static str,
+        keys: Place<'_, T>,
+        selected: Option<Place<'_, T>>,
+        (rejected, keys_rejected): (Rejected, Option<Place<'_, T>>),
+        pred: &Predicate<T>,
+        count: Count<'_>,
+    ) -> Result<Option<u64>> {
         let job = Job {
-            keys_rejected: Some(Place::Out(output_of(
-                self,
-                rejected,
-                "the rejected output",
-            )?)),
-            rejected: Rejected::Separate,
-            ..Job::<T, T>::new(
-                "partition_copy_in_place",
-                Place::InOut(output_of(self, data, "the data")?),
-            )
+            keys_out: selected,
+            keys_rejected,
+            rejected,
+            ..Job::<T, T>::new(name, keys)
         };
         self.compact(job, KeyTest::Predicate(pred), count)
     }

@@ -3,8 +3,9 @@
 
 use super::core::{output_of, Place};
 use super::Count;
+use crate::buffer::length_mismatch;
 use crate::context::{Backend, Context};
-use crate::error::{Error, LengthRule, Result};
+use crate::error::{LengthRule::AtLeast, Result};
 use crate::tuning;
 use crate::{Arithmetic, Element, Equality, Op, Slice, SliceMut};
 
@@ -30,17 +31,10 @@ impl Context {
         equal: &Equality<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        self.runs(
-            "run_length_encode",
-            Place::In(crate::buffer::input(self, input, "the input")?),
-            Some(Place::Out(output_of(self, unique_out, "the runs' output")?)),
-            Place::Out(output_of(self, lengths, "the lengths' output")?),
-            None,
-            Some(L::ONE),
-            equal,
-            &Op::plus(),
-            count,
-        )
+        let input = Place::In(crate::buffer::input(self, input, "the input")?);
+        let runs = Some(Place::Out(output_of(self, unique_out, "the runs' output")?));
+        let lengths = Place::Out(output_of(self, lengths, "the lengths' output")?);
+        self.run_lengths("run_length_encode", input, runs, lengths, equal, count)
     }
 
     /// [`run_length_encode`](Context::run_length_encode) with the runs' items written over
@@ -52,13 +46,36 @@ impl Context {
         equal: &Equality<T>,
         count: Count<'_>,
     ) -> Result<Option<u64>> {
-        self.runs(
+        let data = Place::InOut(output_of(self, data, "the data")?);
+        let lengths = Place::Out(output_of(self, lengths, "the lengths' output")?);
+        self.run_lengths(
             "run_length_encode_in_place",
-            Place::InOut(output_of(self, data, "the data")?),
+            data,
             None,
-            Place::Out(output_of(self, lengths, "the lengths' output")?),
+            lengths,
+            equal,
+            count,
+        )
+    }
+
+    /// The runs kernel with each run's length as its value: both run-length encodings.
+    fn run_lengths<T: Element, L: Arithmetic>(
+        &self,
+        name: &'static str,
+        keys: Place<'_, T>,
+        keys_out: Option<Place<'_, T>>,
+        lengths: Place<'_, L>,
+        equal: &Equality<T>,
+        count: Count<'_>,
+    ) -> Result<Option<u64>> {
+        let one = Some(L::ONE);
+        self.runs(
+            name,
+            keys,
+            keys_out,
+            lengths,
             None,
-            Some(L::ONE),
+            one,
             equal,
             &Op::plus(),
             count,
@@ -100,14 +117,8 @@ impl Context {
             ("the lengths' output", lengths.len()),
         ] {
             if len < room {
-                return Err(Error::LengthMismatch {
-                    call: name,
-                    argument: what,
-                    actual: len as u64,
-                    expected: room as u64,
-                    of: "the worst case (a run of two items per two items)",
-                    rule: LengthRule::AtLeast,
-                });
+                let of = "the worst case (a run of two items per two items)";
+                return Err(length_mismatch(AtLeast, name, what, len, room, of));
             }
         }
         let count = count.validate(self)?;

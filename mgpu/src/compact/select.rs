@@ -22,6 +22,7 @@ impl Context {
     /// assert_eq!(out.slice(..n as usize).to_vec()?, vec![8, 6, 4]);
     /// # Ok::<(), mgpu::Error>(())
     /// ```
+    // partition_if's public parameters: the signatures repeat.
     pub fn select_if<T: Element>(
         &self,
         input: &impl Slice<T>,

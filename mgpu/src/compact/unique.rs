@@ -66,6 +66,7 @@ impl Context {
     /// assert_eq!((k.slice(..3).to_vec()?, v.slice(..3).to_vec()?), (vec![7, 9, 7], vec![0.5, 2.5, 4.5]));
     /// # Ok::<(), mgpu::Error>(())
     /// ```
+    // Its public parameters are reduce_by_key's but the operator: the signatures repeat.
     pub fn unique_by_key<K: Element, V: Element>(
         &self,
         keys: &impl Slice<K>,

@@ -14,7 +14,7 @@ use crate::buffer::{View, ViewMut};
 use crate::compact::core::{Job, Place};
 use crate::error::Result;
 use crate::reduce::TotalTo;
-use crate::segreduce::validate::{column_error, offset_error, source_error};
+use crate::segreduce::validate::{column_error, offset_error, source_error, Bounds};
 use crate::segreduce::{ItemSource, Offset, Prepared, Segments};
 use crate::tuning::Tuning;
 use crate::{Arithmetic, Element, Equality, Op};
@@ -40,18 +40,13 @@ pub(crate) fn geometry<O: Offset>(segs: &Segments<'_, O>) -> Geometry {
 }
 
 /// What the GPU's validation checks besides the offsets (see `Context::check_segments`).
-fn gpu_checks<O: Offset>(
-    segs: &Segments<'_, O>,
-    data_len: usize,
-    cols: Option<&View<'_, u32>>,
-    x_len: usize,
-) -> Checks {
+fn gpu_checks<O: Offset>(segs: &Segments<'_, O>, bounds: Bounds<'_>) -> Checks {
     Checks {
         strict: !segs.support_empty,
-        data_len: data_len as u64,
-        cols: cols.map_or(0, device_ptr),
-        num_cols: cols.map_or(0, |c| c.len() as u64),
-        vec_len: x_len as u64,
+        data_len: bounds.data_len as u64,
+        cols: bounds.cols.map_or(0, device_ptr),
+        num_cols: bounds.cols.map_or(0, |c| c.len() as u64),
+        vec_len: bounds.x_len as u64,
     }
 }
 
@@ -61,19 +56,17 @@ pub(crate) fn validate<O: Offset>(
     gpu: &Arc<Gpu>,
     name: &'static str,
     segs: &Segments<'_, O>,
-    data_len: usize,
-    cols: Option<&View<'_, u32>>,
-    x_len: usize,
+    bounds: Bounds<'_>,
     tuning: &Tuning,
 ) -> Result<bool> {
-    let checks = gpu_checks(segs, data_len, cols, x_len);
+    let checks = gpu_checks(segs, bounds);
     let mut homes = homes_of(segs);
-    homes.extend(cols.and_then(|c| c.at.device()).map(|d| d.0));
+    homes.extend(bounds.cols.and_then(|c| c.at.device()).map(|d| d.0));
     let bad = gpu.ordered(&homes, || {
         let bad = device::launch_validation(gpu, &geometry(segs), &checks, tuning)?;
         device::read_validation(gpu, bad.as_ref())
     })?;
-    validation_result(gpu, name, segs, bad, data_len, cols, x_len)
+    validation_result(gpu, name, segs, bad, bounds)
 }
 
 /// The GPU validation's findings as `check_segments` returns them: the error for the first bad
@@ -83,10 +76,9 @@ fn validation_result<O: Offset>(
     name: &'static str,
     segs: &Segments<'_, O>,
     bad: device::Bad,
-    data_len: usize,
-    cols: Option<&View<'_, u32>>,
-    x_len: usize,
+    bounds: Bounds<'_>,
 ) -> Result<bool> {
+    let (data_len, cols, x_len) = (bounds.data_len, bounds.cols, bounds.x_len);
     let (strict, count) = (!segs.support_empty, segs.count as u64);
     let read = |v: &View<'_, O>, i: usize| -> Result<u64> {
         let mut x = [O::ZERO];
@@ -155,6 +147,12 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
 ) -> Result<()> {
     let tuning = *tuning;
     let (cols, x_len) = items.columns();
+    let data_len = items.data_len();
+    let bounds = Bounds {
+        data_len,
+        cols: cols.as_ref(),
+        x_len,
+    };
     let geometry = geometry(segs);
     let plain = Load::plain::<T>();
     let (kind, (input, load), matrix, col_ptr, vec, mul) = match items {
@@ -194,7 +192,7 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
     }
     let bad = gpu.ordered(&homes, || {
         let bad = if deferred {
-            let checks = gpu_checks(segs, items.data_len(), cols.as_ref(), x_len);
+            let checks = gpu_checks(segs, bounds);
             device::launch_validation(gpu, &geometry, &checks, &tuning)?
         } else {
             None
@@ -236,15 +234,7 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
     })?;
     if deferred {
         let found = device::read_validation(gpu, bad.as_ref())?;
-        validation_result(
-            gpu,
-            name,
-            segs,
-            found,
-            items.data_len(),
-            cols.as_ref(),
-            x_len,
-        )?;
+        validation_result(gpu, name, segs, found, bounds)?;
     }
     Ok(())
 }
@@ -367,22 +357,14 @@ pub(crate) fn compact<K: Element, V: Element>(
         wide_count: false,
         non_trivial_runs: false,
     };
-    let homes: Vec<_> = places
-        .iter()
-        .flatten()
-        .map(|p| p.1)
-        .chain(count.home())
-        .collect();
-    let slot = gpu.ordered(&homes, || {
-        let slot = count_slot(count, gpu)?;
+    let homes = places.iter().flatten().map(|p| p.1);
+    counted(gpu, homes, count, |count_out| {
         let arrays = CompactArrays {
-            count_out: slot.0,
+            count_out,
             ..arrays
         };
-        super::compact::compact::<K, V>(gpu, spec, test, arrays, n as u64, tuning)?;
-        Ok(slot)
-    })?;
-    count.finish_device(&slot)
+        super::compact::compact::<K, V>(gpu, spec, test, arrays, n as u64, tuning)
+    })
 }
 
 /// The runs kernel (reduce-by-key; run-length encoding with a `constant` value per key) on the
@@ -418,21 +400,14 @@ pub(crate) fn runs<K: Element, V: Element>(
         values_out: vout.map_or(vp, |p| p.0),
         ..Default::default()
     };
-    let homes: Vec<_> = [Some(kh), Some(vh), kout.map(|p| p.1), vout.map(|p| p.1)]
-        .into_iter()
-        .flatten()
-        .chain(count.home())
-        .collect();
-    let slot = gpu.ordered(&homes, || {
-        let slot = count_slot(count, gpu)?;
+    let homes = [Some(kh), Some(vh), kout.map(|p| p.1), vout.map(|p| p.1)];
+    counted(gpu, homes.into_iter().flatten(), count, |count_out| {
         let arrays = CompactArrays {
-            count_out: slot.0,
+            count_out,
             ..arrays
         };
-        super::reduce_by_key::reduce_by_key(gpu, equal, op, arrays, constant, n as u64, tuning)?;
-        Ok(slot)
-    })?;
-    count.finish_device(&slot)
+        super::reduce_by_key::reduce_by_key(gpu, equal, op, arrays, constant, n as u64, tuning)
+    })
 }
 
 /// The non-trivial runs kernel on the GPU, arguments checked.
@@ -450,10 +425,25 @@ pub(crate) fn non_trivial_runs<T: Element, L: Arithmetic>(
     let (ih, ip) = input.at.device().expect("on the GPU");
     let (oh, op) = offsets.at.device().expect("on the GPU");
     let (lh, lp) = lengths.at.device().expect("on the GPU");
-    let homes: Vec<_> = [ih, oh, lh].into_iter().chain(count.home()).collect();
+    counted(gpu, [ih, oh, lh], count, |count_out| {
+        super::compact::non_trivial_runs::<T, L>(
+            gpu, equal, ip, op, lp, count_out, n as u64, tuning,
+        )
+    })
+}
+
+/// Runs `launch`, given the device address the kernel writes its count to, ordered after
+/// `homes` (and the count's own); then delivers the count where `count` says.
+fn counted<'a>(
+    gpu: &Arc<Gpu>,
+    homes: impl IntoIterator<Item = &'a Arc<Gpu>>,
+    count: &'a TotalTo<'_, u64>,
+    launch: impl FnOnce(u64) -> Result<()>,
+) -> Result<Option<u64>> {
+    let homes: Vec<_> = homes.into_iter().chain(count.home()).collect();
     let slot = gpu.ordered(&homes, || {
         let slot = count_slot(count, gpu)?;
-        super::compact::non_trivial_runs::<T, L>(gpu, equal, ip, op, lp, slot.0, n as u64, tuning)?;
+        launch(slot.0)?;
         Ok(slot)
     })?;
     count.finish_device(&slot)

@@ -35,7 +35,7 @@ pub use crate::reduce_by_key::ReduceByKeyPlan;
 pub use plan::SegPlan;
 pub use spmv::SpmvPlan;
 
-pub(crate) use plan::{check_plan_context, Prepared};
+pub(crate) use plan::{check_plan_context, Planned, Prepared};
 
 use crate::buffer::{input, output, View, ViewMut};
 use crate::context::{Backend, Context};
@@ -231,8 +231,13 @@ impl Context {
         let deferred = plan.is_none() && !segs.support_empty && self.gpu().is_some();
         if plan.is_none() && !deferred {
             let (cols, x_len) = items.columns();
-            segs.support_empty =
-                self.check_segments(name, &segs, items.data_len(), cols.as_ref(), x_len, &tuning)?;
+            let (data_len, cols) = (items.data_len(), cols.as_ref());
+            let bounds = validate::Bounds {
+                data_len,
+                cols,
+                x_len,
+            };
+            segs.support_empty = self.check_segments(name, &segs, bounds, &tuning)?;
         }
         if deferred {
             validate::check_offset_type(name, &segs)?;

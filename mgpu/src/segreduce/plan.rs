@@ -120,7 +120,12 @@ impl Context {
             None => (None, 0),
         };
         let mut segs = segs;
-        segs.support_empty = self.check_segments(name, &segs, count, cols, x_len, &tuning)?;
+        let bounds = super::validate::Bounds {
+            data_len: count,
+            cols,
+            x_len,
+        };
+        segs.support_empty = self.check_segments(name, &segs, bounds, &tuning)?;
         let prepared = self.prepare(&segs, &tuning)?;
         Ok(SegPlan {
             offsets: segs.offsets,
@@ -158,35 +163,66 @@ impl Context {
         op: &Op<T>,
     ) -> Result<()> {
         let name = "segreduce_apply";
-        let values = values.parts();
-        values.check(self, "the values")?;
-        if values.len != plan.count {
-            return Err(Error::LengthMismatch {
-                call: name,
-                argument: "values",
-                actual: values.len as u64,
-                expected: plan.count as u64,
-                of: "positions",
-                rule: LengthRule::Plan,
-            });
-        }
-        check_plan_context(self, name, &plan.offsets, plan.kind, SegItems::Values)?;
+        let check_plan =
+            || check_plan_context(self, name, &plan.offsets, plan.kind, SegItems::Values);
         let segs = Segments {
             offsets: plan.offsets,
             sources: None,
             count: plan.count,
             support_empty: plan.has_empty,
         };
+        let planned = Planned {
+            segs,
+            of: "positions",
+            prepared: &plan.prepared,
+            tuning: &plan.tuning,
+        };
+        self.apply_plan(name, planned, check_plan, values, out, op)
+    }
+
+    /// The apply of a plan (`segreduce_apply`, `reduce_by_key_apply`): checks `values`, then the
+    /// plan (`check_plan`), then reduces them by the plan's segments.
+    pub(crate) fn apply_plan<T: Element, O: Offset>(
+        &self,
+        name: &'static str,
+        plan: Planned<'_, O>,
+        check_plan: impl FnOnce() -> Result<()>,
+        values: &impl Source<T>,
+        out: &mut impl SliceMut<T>,
+        op: &Op<T>,
+    ) -> Result<()> {
+        let values = values.parts();
+        values.check(self, "the values")?;
+        if values.len != plan.segs.count {
+            return Err(Error::LengthMismatch {
+                call: name,
+                argument: "values",
+                actual: values.len as u64,
+                expected: plan.segs.count as u64,
+                of: plan.of,
+                rule: LengthRule::Plan,
+            });
+        }
+        check_plan()?;
         let out = output(self, out, "the output")?;
         self.segreduce_run(
             name,
-            segs,
+            plan.segs,
             ItemSource::Values(values),
             out,
             op,
-            Some((&plan.prepared, &plan.tuning)),
+            Some((plan.prepared, plan.tuning)),
         )
     }
+}
+
+/// A plan's segments and what its apply needs with them.
+pub(crate) struct Planned<'a, O: Offset> {
+    pub segs: Segments<'a, O>,
+    /// What the plan's count counts, for the length error.
+    pub of: &'static str,
+    pub prepared: &'a Prepared,
+    pub tuning: &'a Tuning,
 }
 
 /// A plan is used on the backend (and GPU) it was made on, for the kind of items it was made for.

@@ -136,6 +136,7 @@ impl Context {
     /// assert_eq!(y.to_vec()?, vec![201.0, 30.0, 201.0]);
     /// # Ok::<(), mgpu::Error>(())
     /// ```
+    // spmv_csr's public parameters, plus the sources: the signatures repeat.
     #[allow(clippy::too_many_arguments)]
     pub fn spmv_csr_indirect<T: Element, O: Offset>(
         &self,

@@ -95,6 +95,15 @@ pub(crate) fn column_error(name: &'static str, i: usize, col: u32, x_len: usize)
     }
 }
 
+/// What a validation checks besides the offsets: `data_len`, what sources index (the values, or
+/// the nonzeros); `cols`, column indices to check against a vector of `x_len`.
+#[derive(Clone, Copy)]
+pub(crate) struct Bounds<'a> {
+    pub data_len: usize,
+    pub cols: Option<&'a View<'a, u32>>,
+    pub x_len: usize,
+}
+
 impl Context {
     /// Validates a geometry (and sources, columns); returns the error for the first bad index,
     /// else whether some segment is empty. `data_len`: what sources index (the values, or the
@@ -103,11 +112,14 @@ impl Context {
         &self,
         name: &'static str,
         segs: &Segments<'_, O>,
-        data_len: usize,
-        cols: Option<&View<'_, u32>>,
-        x_len: usize,
+        bounds: Bounds<'_>,
         tuning: &Tuning,
     ) -> Result<bool> {
+        let Bounds {
+            data_len,
+            cols,
+            x_len,
+        } = bounds;
         let strict = !segs.support_empty;
         let count = segs.count as u64;
         check_offset_type(name, segs)?;
@@ -137,9 +149,7 @@ impl Context {
                 // Strict offsets that pass have no empty segment.
                 Ok(!strict && reference::has_empty(&offsets, count))
             }
-            Backend::Cuda(gpu) => {
-                crate::cuda::marshal::validate(gpu, name, segs, data_len, cols, x_len, tuning)
-            }
+            Backend::Cuda(gpu) => crate::cuda::marshal::validate(gpu, name, segs, bounds, tuning),
         }
     }
 }
