@@ -1128,7 +1128,7 @@ static Outcome bench_reduce_by_key(int64_t n, int reps, uint64_t mean_len, cudaS
 // ---------------------------------------------------------------------------
 // Segmented reduction and SpMV: the geometry (segment starts; rows and
 // columns) is generated on the host with integer arithmetic only, from
-// rand_bits; mgpu-cli/src/bench_segreduce.rs generates the same. The result
+// rand_bits; mgpu-cli/src/bench/segreduce.rs generates the same. The result
 // line's geom= is a checksum of it (FNV-1a over 64-bit words) that `mgpu bench`
 // compares with its own, so both sides always measure the same geometry.
 // Offsets and column indices are int32_t (CUB's usual offsets, cuSPARSE's
