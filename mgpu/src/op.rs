@@ -11,6 +11,15 @@ pub(crate) struct CudaFn<F: ?Sized> {
     pub(crate) cpu: Arc<F>,
     pub(crate) expression: Cow<'static, str>,
     pub(crate) helpers: Cow<'static, str>,
+    /// Set by `Comparator::less` / `greater` only: the order a radix sort can take over.
+    pub(crate) builtin_order: Option<BuiltinOrder>,
+}
+
+/// A built-in comparator's direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BuiltinOrder {
+    Less,
+    Greater,
 }
 
 // By hand: a derive would ask `F: Clone`, which no `dyn Fn` is.
@@ -21,6 +30,7 @@ impl<F: ?Sized> Clone for CudaFn<F> {
             cpu: Arc::clone(&self.cpu),
             expression: self.expression.clone(),
             helpers: self.helpers.clone(),
+            builtin_order: self.builtin_order,
         }
     }
 }
@@ -36,6 +46,7 @@ impl<F: ?Sized> CudaFn<F> {
             cpu,
             expression: expression.into(),
             helpers: Cow::Borrowed(""),
+            builtin_order: None,
         }
     }
 
@@ -274,6 +285,11 @@ pub trait Arithmetic: Element + PartialOrd {
     /// nearest), then added. The CUDA side is `Load::counting`'s expression.
     #[doc(hidden)]
     fn count_from(start: Self, i: u64) -> Self;
+    /// The key's bits made unsigned and order-preserving for a radix sort (`radix_order` in
+    /// kernel_radix.cu): the sign flipped for integers; for floats, every NaN one key above
+    /// `+inf` and `-0.0` the key of `0.0`, as the built-in comparators order them.
+    #[doc(hidden)]
+    fn order_bits(self) -> u64;
 }
 
 /// Built-in integer element types, for the bitwise operators.
@@ -299,6 +315,11 @@ macro_rules! int_arith {
             fn mul(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
             const CUDA_WRAP_TYPE: &'static str = $wrap;
             fn count_from(start: Self, i: u64) -> Self { start.wrapping_add(i as Self) }
+            fn order_bits(self) -> u64 {
+                const BITS: u32 = <$t>::BITS;
+                let sign = if <$t>::MIN == 0 { 0 } else { 1u64 << (BITS - 1) };
+                (self as u64 & (u64::MAX >> (64 - BITS))) ^ sign
+            }
         }
         impl Bitwise for $t {
             const ALL_ONES: Self = !0;
@@ -323,6 +344,17 @@ macro_rules! float_arith {
             fn mul(a: Self, b: Self) -> Self { a * b }
             const CUDA_WRAP_TYPE: &'static str = "";
             fn count_from(start: Self, i: u64) -> Self { start + i as Self }
+            fn order_bits(self) -> u64 {
+                const SIGN: u64 = 1 << (8 * std::mem::size_of::<$t>() - 1);
+                let bits = self.to_bits() as u64;
+                if self.is_nan() {
+                    SIGN | (SIGN - 1)
+                } else if self == 0.0 || bits & SIGN == 0 {
+                    (bits & !SIGN) | SIGN
+                } else {
+                    !bits & (SIGN | (SIGN - 1))
+                }
+            }
         }
     )*};
 }
@@ -422,6 +454,11 @@ cuda_fn_api! {
 }
 
 impl<T: Element> Comparator<T> {
+    /// The built-in order a comparator is (`less` or `greater`), if it is one.
+    pub(crate) fn builtin_order(&self) -> Option<BuiltinOrder> {
+        self.f.builtin_order
+    }
+
     /// The comparator as a total `Ordering` (equivalent keys are `Equal`).
     pub fn ordering(&self, a: &T, b: &T) -> std::cmp::Ordering {
         if self.before(a, b) {
@@ -456,7 +493,9 @@ impl<T: Arithmetic> Comparator<T> {
         } else {
             "a < b"
         };
-        Comparator::new("less", nan_aware_less::<T>, cuda)
+        let mut c = Comparator::new("less", nan_aware_less::<T>, cuda);
+        c.f.builtin_order = Some(BuiltinOrder::Less);
+        c
     }
     /// Descending order (floats: NaNs first).
     pub fn greater() -> Self {
@@ -465,7 +504,9 @@ impl<T: Arithmetic> Comparator<T> {
         } else {
             "b < a"
         };
-        Comparator::new("greater", |a: &T, b: &T| nan_aware_less(b, a), cuda)
+        let mut c = Comparator::new("greater", |a: &T, b: &T| nan_aware_less(b, a), cuda);
+        c.f.builtin_order = Some(BuiltinOrder::Greater);
+        c
     }
 }
 

@@ -6,6 +6,7 @@ use crate::context::Backend;
 use crate::cuda::{self, sort::SortValues, Gpu};
 use crate::error::LengthRule::{AtLeast, Equal};
 use crate::error::{Error, Result};
+use crate::radix::{self, SortAlgorithm};
 use crate::tuning::{self, Tuning};
 use crate::{cpu, Comparator, Context, Element, Slice, SliceMut};
 use std::sync::Arc;
@@ -30,6 +31,26 @@ fn dev_mut<'a, T: Element>(v: &ViewMut<'a, T>) -> (&'a Arc<Gpu>, u64) {
     v.at.device().expect("validated: a device view")
 }
 
+/// `indices` must be as long as the keys, of which there are at most 2^32.
+pub(crate) fn check_indices(call: &'static str, keys: usize, indices: usize) -> Result<()> {
+    if keys != indices {
+        return Err(length_mismatch(
+            Equal, call, "indices", indices, keys, "keys",
+        ));
+    }
+    if keys as u64 > u32::MAX as u64 + 1 {
+        return Err(Error::TooLarge {
+            call,
+            what: "keys",
+            len: keys as u64,
+            limited_by: "32-bit indices",
+            limit: u32::MAX as u64 + 1,
+            hint: "use sort_pairs with u64 values",
+        });
+    }
+    Ok(())
+}
+
 impl Context {
     /// Sorts `keys` in place, stably: equivalent keys keep their input order.
     ///
@@ -46,10 +67,39 @@ impl Context {
         keys: &mut impl SliceMut<K>,
         comparator: &Comparator<K>,
     ) -> Result<()> {
-        self.sort_with_tuning(keys, comparator, None)
+        self.sort_with(keys, comparator, SortAlgorithm::Auto)
     }
 
-    /// [`sort`](Context::sort) with a tuning override.
+    /// [`sort`](Context::sort) by the algorithm `algorithm` picks: the radix sort for arithmetic
+    /// keys under the built-in `less` or `greater` ([`SortAlgorithm::Auto`], what `sort` does),
+    /// or the merge sort. Both give the same result, bit for bit.
+    ///
+    /// ```
+    /// use mgpu::{Comparator, Context, SortAlgorithm};
+    /// let ctx = Context::cpu();
+    /// for algorithm in [SortAlgorithm::Merge, SortAlgorithm::Radix] {
+    ///     let mut keys = ctx.upload(&[2.0f64, f64::NAN, -1.0])?;
+    ///     ctx.sort_with(&mut keys, &Comparator::greater(), algorithm)?;
+    ///     assert_eq!(keys.to_vec()?[1..], [2.0, -1.0]);
+    /// }
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn sort_with<K: Element>(
+        &self,
+        keys: &mut impl SliceMut<K>,
+        comparator: &Comparator<K>,
+        algorithm: SortAlgorithm,
+    ) -> Result<()> {
+        match radix::choose("sort", comparator, algorithm)? {
+            Some(key) => {
+                let mut keys = output(self, keys, "the keys")?;
+                self.radix_run::<K, K>(&mut keys, None, &key, SortValues::None)
+            }
+            None => self.sort_with_tuning(keys, comparator, None),
+        }
+    }
+
+    /// The merge sort of [`sort`](Context::sort), with a tuning override.
     pub fn sort_with_tuning<K: Element>(
         &self,
         keys: &mut impl SliceMut<K>,
@@ -91,10 +141,25 @@ impl Context {
         values: &mut impl SliceMut<V>,
         comparator: &Comparator<K>,
     ) -> Result<()> {
-        self.sort_pairs_with_tuning(keys, values, comparator, None)
+        self.sort_pairs_with(keys, values, comparator, SortAlgorithm::Auto)
     }
 
-    /// [`sort_pairs`](Context::sort_pairs) with a tuning override.
+    /// [`sort_pairs`](Context::sort_pairs) by the algorithm `algorithm` picks (see
+    /// [`sort_with`](Context::sort_with)).
+    pub fn sort_pairs_with<K: Element, V: Element>(
+        &self,
+        keys: &mut impl SliceMut<K>,
+        values: &mut impl SliceMut<V>,
+        comparator: &Comparator<K>,
+        algorithm: SortAlgorithm,
+    ) -> Result<()> {
+        match radix::choose("sort_pairs", comparator, algorithm)? {
+            Some(key) => self.radix_sort_pairs(keys, values, &key),
+            None => self.sort_pairs_with_tuning(keys, values, comparator, None),
+        }
+    }
+
+    /// The merge sort of [`sort_pairs`](Context::sort_pairs), with a tuning override.
     pub fn sort_pairs_with_tuning<K: Element, V: Element>(
         &self,
         keys: &mut impl SliceMut<K>,
@@ -155,28 +220,24 @@ impl Context {
         indices: &mut impl SliceMut<u32>,
         comparator: &Comparator<K>,
     ) -> Result<()> {
+        self.sort_indices_with(keys, indices, comparator, SortAlgorithm::Auto)
+    }
+
+    /// [`sort_indices`](Context::sort_indices) by the algorithm `algorithm` picks (see
+    /// [`sort_with`](Context::sort_with)).
+    pub fn sort_indices_with<K: Element>(
+        &self,
+        keys: &mut impl SliceMut<K>,
+        indices: &mut impl SliceMut<u32>,
+        comparator: &Comparator<K>,
+        algorithm: SortAlgorithm,
+    ) -> Result<()> {
+        if let Some(key) = radix::choose("sort_indices", comparator, algorithm)? {
+            return self.radix_sort_indices(keys, indices, &key);
+        }
         let mut keys = output(self, keys, "the keys")?;
         let mut indices = output(self, indices, "the indices")?;
-        if keys.len() != indices.len() {
-            return Err(length_mismatch(
-                Equal,
-                "sort_indices",
-                "indices",
-                indices.len(),
-                keys.len(),
-                "keys",
-            ));
-        }
-        if keys.len() as u64 > u32::MAX as u64 + 1 {
-            return Err(Error::TooLarge {
-                call: "sort_indices",
-                what: "keys",
-                len: keys.len() as u64,
-                limited_by: "32-bit indices",
-                limit: u32::MAX as u64 + 1,
-                hint: "use sort_pairs with u64 values",
-            });
-        }
+        check_indices("sort_indices", keys.len(), indices.len())?;
         let t = sort_tuning(self, SortValues::Indices, std::mem::size_of::<K>(), 4, None)?;
         match &self.backend {
             Backend::Cpu => {

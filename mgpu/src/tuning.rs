@@ -114,6 +114,11 @@ pub enum Family {
     /// CSR sparse matrix * vector (size class: the value's size): the segmented reduction's tiles,
     /// whose items are gathers from the vector.
     Spmv,
+    /// Radix sort of keys only (size class: the key's size; NT at least 256, a thread per digit
+    /// bin).
+    RadixKeys,
+    /// Radix sort of keys with values or indices (size class: key + value size).
+    RadixPairs,
 }
 
 impl Family {
@@ -128,6 +133,8 @@ impl Family {
             Family::ReduceByKey => "reduce_by_key",
             Family::SegReduce => "segreduce",
             Family::Spmv => "spmv",
+            Family::RadixKeys => "radix_keys",
+            Family::RadixPairs => "radix_pairs",
         }
     }
     /// The family named `s` in tuning files ([`Family::name`]'s inverse).
@@ -141,6 +148,8 @@ impl Family {
             "reduce_by_key" => Some(Family::ReduceByKey),
             "segreduce" => Some(Family::SegReduce),
             "spmv" => Some(Family::Spmv),
+            "radix_keys" => Some(Family::RadixKeys),
+            "radix_pairs" => Some(Family::RadixPairs),
             _ => None,
         }
     }
@@ -231,6 +240,16 @@ const TABLE: &[Entry] = &[
     e(Family::Spmv, 70, 4, 128, 15, 4),
     e(Family::Spmv, 70, 8, 128, 11, 4),
     e(Family::Spmv, 70, 16, 128, 7, 4),
+    // Radix sort: a tile of NT x VT keys in shared memory (at most 65535, 16-bit counts), a
+    // thread per digit bin (NT >= 256); CUB's sm_90 Onesweep policy is 384 x 20 for 4-byte keys.
+    //   Picked without spills at OCC 2 (NVRTC 13.5), not yet swept.
+    e(Family::RadixKeys, 70, 2, 384, 20, 2),
+    e(Family::RadixKeys, 70, 4, 384, 14, 2),
+    e(Family::RadixKeys, 70, 8, 384, 9, 2),
+    e(Family::RadixKeys, 70, 16, 256, 7, 2),
+    e(Family::RadixPairs, 70, 4, 384, 14, 2),
+    e(Family::RadixPairs, 70, 8, 384, 10, 2),
+    e(Family::RadixPairs, 70, 16, 384, 7, 2),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
     // (median of 10-15; 2^28 i32 in ms, memcpy of the same bytes 0.718 ms):
     //   256x15x2 1.03 | 256x23x1 0.95 | 256x31x1 0.96 | 128x15x4 1.14 | 128x31x4 0.94
@@ -756,6 +775,8 @@ mod tests {
             Family::ReduceByKey,
             Family::SegReduce,
             Family::Spmv,
+            Family::RadixKeys,
+            Family::RadixPairs,
         ] {
             assert_eq!(Family::from_name(f.name()), Some(f));
         }

@@ -56,6 +56,13 @@ pub mod headers {
         header!(cta_scan),
         header!(lookback)
     );
+    /// The look-back without `Input`, for kernels that read plain arrays (the radix sort).
+    pub const LOOKBACK: &str = concat!(
+        header!(intrinsics),
+        header!(cta_reduce),
+        header!(cta_scan),
+        header!(lookback)
+    );
     /// [`LOOKBACK_TILES`] and the (runs, value) pair of a segmented scan: compaction,
     /// reduce-by-key and the segmented reduction.
     pub const RUNS_TILES: &str = concat!(

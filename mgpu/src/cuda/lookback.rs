@@ -54,7 +54,7 @@ const MAX_EPOCH: u32 = (1 << 30) - 1;
 #[derive(Default)]
 pub(crate) struct LookbackScratch {
     ptr: CUdeviceptr,
-    tile_capacity: usize,
+    slot_capacity: usize,
     value_capacity: usize,
     /// The counter's value once every queued scan has run.
     tickets: u64,
@@ -68,17 +68,16 @@ impl LookbackScratch {
     }
 
     fn values(&self) -> CUdeviceptr {
-        self.slots() + align256(self.tile_capacity * STATUS_SLOT) as u64
+        self.slots() + align256(self.slot_capacity * STATUS_SLOT) as u64
     }
 
-    /// Room for `tiles` status slots and value records of `record` bytes, and a fresh epoch.
+    /// Room for `slots` status slots and `values` bytes of value records, and a fresh epoch.
     /// Grows (to a new, cleared allocation) when needed.
-    fn prepare(&mut self, gpu: &Gpu, tiles: usize, record: usize) -> Result<()> {
-        let values = tiles * record;
-        if tiles > self.tile_capacity || values > self.value_capacity || self.epoch == MAX_EPOCH {
-            let tile_capacity = tiles.max(self.tile_capacity);
+    fn prepare(&mut self, gpu: &Gpu, slots: usize, values: usize) -> Result<()> {
+        if slots > self.slot_capacity || values > self.value_capacity || self.epoch == MAX_EPOCH {
+            let slot_capacity = slots.max(self.slot_capacity);
             let value_capacity = values.max(self.value_capacity);
-            let bytes = 256 + align256(tile_capacity * STATUS_SLOT) + value_capacity;
+            let bytes = 256 + align256(slot_capacity * STATUS_SLOT) + value_capacity;
             let ptr = gpu.alloc(bytes)?;
             if let Err(e) = gpu.memset_zero(ptr, bytes) {
                 gpu.free(ptr);
@@ -87,7 +86,7 @@ impl LookbackScratch {
             gpu.free(self.ptr);
             *self = LookbackScratch {
                 ptr,
-                tile_capacity,
+                slot_capacity,
                 value_capacity,
                 tickets: 0,
                 epoch: 0,
@@ -104,19 +103,19 @@ impl LookbackScratch {
     }
 }
 
-/// Runs a look-back kernel of `num_tiles` tiles on `grid` persistent CTAs, whose tiles publish
-/// `published` bytes each: `launch` queues it, given the ticket counter, the first ticket and the
-/// tile status. The stream's look-back state stays locked until the launch is queued, so launches
-/// on the stream run in the order of their epochs.
+/// Runs a look-back kernel of `num_tiles` tiles on `grid` persistent CTAs, whose tiles take
+/// `slots` status slots and `record` bytes of value records each: `launch` queues it, given the
+/// ticket counter, the first ticket and the tile status. The stream's look-back state stays
+/// locked until the launch is queued, so launches on the stream run in the order of their epochs.
 fn with_lookback(
     gpu: &Gpu,
     num_tiles: u64,
     grid: u64,
-    published: usize,
+    (slots, record): (usize, usize),
     launch: impl FnOnce(CUdeviceptr, u64, TileStatusArgs) -> Result<()>,
 ) -> Result<()> {
     let mut scratch = gpu.lookback.lock().unwrap_or_else(|e| e.into_inner());
-    scratch.prepare(gpu, num_tiles as usize, value_record(published))?;
+    scratch.prepare(gpu, num_tiles as usize * slots, num_tiles as usize * record)?;
     let status = TileStatusArgs {
         slots: scratch.slots(),
         values: scratch.values(),
@@ -129,22 +128,48 @@ fn with_lookback(
     Ok(())
 }
 
+/// What each tile of a look-back kernel publishes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Published {
+    /// One value of this many bytes (`TileStatusOf<V>`).
+    Value(usize),
+    /// This many values of up to 4 bytes, packed with their tags in 8-byte words side by side
+    /// (`TileStatusOf<V, 8 * words>`: a radix sort's count per digit bin).
+    Words(usize),
+}
+
+impl Published {
+    /// Status slots and value-record bytes per tile.
+    fn layout(self) -> (usize, usize) {
+        match self {
+            Published::Value(bytes) => (1, value_record(bytes)),
+            Published::Words(words) => ((8 * words).div_ceil(STATUS_SLOT), 0),
+        }
+    }
+}
+
 /// Launches a look-back kernel of `module` over `num_tiles` tiles on a persistent grid (one CTA
-/// per resident slot, at most one per tile) of `block` threads, whose tiles publish `published`
-/// bytes each: `args` makes its argument list from the ticket counter, the first ticket and the
-/// tile status.
+/// per resident slot, at most one per tile) of `block` threads, whose tiles publish `published`:
+/// `args` makes its argument list from the ticket counter, the first ticket and the tile status.
 pub(crate) fn launch<A: KernelArgs>(
     gpu: &Gpu,
     module: &LoadedModule,
     num_tiles: u64,
     block: u32,
-    published: usize,
+    published: impl Into<Published>,
     args: impl FnOnce(CUdeviceptr, u64, TileStatusArgs) -> A,
 ) -> Result<()> {
     let grid = num_tiles.min((gpu.sm_count * module.resident::<A>()) as u64);
-    with_lookback(gpu, num_tiles, grid, published, |tickets, first, status| {
+    let layout = published.into().layout();
+    with_lookback(gpu, num_tiles, grid, layout, |tickets, first, status| {
         gpu.launch(module, grid as u32, block, &args(tickets, first, status))
     })
+}
+
+impl From<usize> for Published {
+    fn from(bytes: usize) -> Published {
+        Published::Value(bytes)
+    }
 }
 
 /// Bytes of the (count, value) pair that a tile of a segmented scan publishes (`RunPair` in

@@ -9,6 +9,7 @@ pub mod lookback;
 pub(crate) mod marshal;
 pub(crate) mod memory;
 pub mod occupancy;
+pub mod radix;
 pub mod reduce;
 pub mod reduce_by_key;
 pub mod registry;

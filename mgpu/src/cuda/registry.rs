@@ -3,6 +3,7 @@
 
 use super::compact::{Compact, NonTrivialRuns};
 use super::family::{Entry, Registered};
+use super::radix::Radix;
 use super::reduce::Reduce;
 use super::reduce_by_key::ReduceByKey;
 use super::scan::Scan;
@@ -16,6 +17,7 @@ pub static FAMILIES: &[&dyn Registered] = &[
     &Entry::<Scan>::NEW,
     &Entry::<Transform>::NEW,
     &Entry::<Merge>::NEW,
+    &Entry::<Radix>::NEW,
     &Entry::<Compact>::NEW,
     &Entry::<ReduceByKey>::NEW,
     &Entry::<NonTrivialRuns>::NEW,

@@ -28,12 +28,17 @@
 #define MGPU_STATUS_A 1u
 #define MGPU_STATUS_P 2u
 
-template <typename V>
+// `SLOT`: bytes from one tile's status to the next. MGPU_STATUS_SLOT for a tile that publishes one
+// value; a tile that publishes several packed values (a radix sort's count per digit bin) keeps
+// them side by side in one slot of 8 bytes each, and `word_of(k)` is value k's status.
+template <typename V, int SLOT = MGPU_STATUS_SLOT>
 struct TileStatusOf {
   static constexpr bool PACKED = sizeof(V) <= 4;
   static constexpr bool PACKED_WIDE = !PACKED && sizeof(V) <= 12;
   static_assert(MGPU_STATUS_SLOT % 32 == 0 && alignof(V) <= MGPU_STATUS_SLOT,
                 "a status slot is whole 32-byte sectors and aligns the published type");
+  static_assert(SLOT == MGPU_STATUS_SLOT || (PACKED && SLOT % 8 == 0),
+                "several values per tile: packed words side by side");
   static_assert(PACKED || PACKED_WIDE || (MGPU_VALUE_RECORD >= 2 * sizeof(V) &&
                            MGPU_VALUE_RECORD % MGPU_STATUS_SLOT == 0),
                 "a value record holds the aggregate and the inclusive value in whole slots");
@@ -46,16 +51,14 @@ struct TileStatusOf {
     return tag >> 2 == epoch ? tag & 3u : MGPU_STATUS_X;
   }
   __device__ __forceinline__ u64* word(i64 tile) const {
-    return reinterpret_cast<u64*>(slots + tile * MGPU_STATUS_SLOT);
+    return reinterpret_cast<u64*>(slots + tile * SLOT);
   }
   __device__ __forceinline__ unsigned* tag(i64 tile) const {
-    return reinterpret_cast<unsigned*>(slots + tile * MGPU_STATUS_SLOT) + 1;
+    return reinterpret_cast<unsigned*>(slots + tile * SLOT) + 1;
   }
-  // Status array k of a tile that publishes several values, the arrays laid out one after another
-  // (`num_tiles` slots and records each): each is looked back over on its own.
-  __device__ __forceinline__ TileStatusOf part(u64 k, u64 num_tiles) const {
-    char* v = PACKED || PACKED_WIDE ? values : values + k * num_tiles * MGPU_VALUE_RECORD;
-    return TileStatusOf{slots + k * num_tiles * MGPU_STATUS_SLOT, v, epoch};
+  // The status of value k of a tile that publishes SLOT / 8 packed values.
+  __device__ __forceinline__ TileStatusOf word_of(int k) const {
+    return TileStatusOf{slots + k * 8, values, epoch};
   }
   // The aggregate (status A) or inclusive prefix (status P) of a tile.
   __device__ __forceinline__ V* value(i64 tile, unsigned status) const {
@@ -137,6 +140,35 @@ __device__ __forceinline__ V warp_lookback(const TileStatusOf<V>& ts, i64 tile, 
   return prefix;
 }
 
+// The look-back of one thread, for a tile that publishes several values, each looked back over by
+// its own thread (a radix sort's digit bins, thread d for bin d): publishes A (P for tile 0),
+// walks back one predecessor at a time until a P, publishes P, and returns the exclusive prefix.
+template <typename V, int SLOT, typename F>
+__device__ __forceinline__ V thread_lookback(const TileStatusOf<V, SLOT>& ts, i64 tile,
+                                             V aggregate, F op, V identity) {
+  if (tile == 0) {
+    ts.publish(0, MGPU_STATUS_P, aggregate);
+    return identity;
+  }
+  ts.publish(tile, MGPU_STATUS_A, aggregate);
+  V prefix = identity;
+  for (i64 pred = tile - 1;; --pred) {
+    unsigned status;
+    V value;
+    ts.load(pred, status, value);
+    while (status == MGPU_STATUS_X) {
+#if MGPU_BACKOFF > 0
+      __nanosleep(MGPU_BACKOFF);
+#endif
+      ts.load(pred, status, value);
+    }
+    prefix = op(value, prefix);
+    if (status == MGPU_STATUS_P) break;
+  }
+  ts.publish(tile, MGPU_STATUS_P, op(prefix, aggregate));
+  return prefix;
+}
+
 // The loop of the look-back kernels. A CTA per resident slot (not per tile) loops over tiles, which
 // saves a CTA launch per tile (experiments/ticket_scan.cu: 0.871x -> 0.878x memcpy at 2^28 i32).
 // Tiles are numbered in the order of tickets, drawn only once the CTA has issued the stores of its
@@ -195,11 +227,9 @@ struct TileLookbackOf {
 // The ticketed loop of a kernel whose tiles publish one `V` each (an element, a count, a pair):
 // `tile(t, lookback)` per tile, `lookback` a TileLookbackOf<V, Op> for tile t.
 //
-// A tile that publishes several values (Onesweep's radix sort: a count per digit bin) runs
-// `ticketed_tiles` itself with one status array per value (`status.part(k, num_tiles)`): `V`
-// is anything TileStatusOf packs, and nothing here assumes one look-back per tile. Its body
-// looks back over each part (warp_lookback per part, or a per-thread look-back on the same
-// slots: the tags and the publish/load protocol are the same) before it needs the prefixes.
+// A tile that publishes several values (the radix sort's count per digit bin) runs
+// `ticketed_tiles` itself, with a TileStatusOf whose SLOT holds them all, and looks back over
+// each (`thread_lookback` on `word_of(k)`): the tags and the publish / load protocol are the same.
 template <typename V, typename Op, typename Tile>
 __device__ __forceinline__ void lookback_tiles(u64* tickets, u64 first_ticket, u64 num_tiles,
                                                i64& ticket, const TileStatusOf<V>& status, Op op,

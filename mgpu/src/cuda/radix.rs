@@ -1,0 +1,309 @@
+//! The radix sort family (Onesweep): an upfront histogram of every pass's digits, their offsets,
+//! then one look-back pass per 8-bit digit, ping-ponging between the caller's buffer and one
+//! temporary so that the result lands in the caller's buffer. An input of one tile sorts in one
+//! launch.
+
+use super::family::{part, Instance, KernelFamily, Part, TableTuning};
+use super::jit::{headers, ElementDesc, Expr, Prelude};
+use super::lookback::{self, Published};
+use super::memory::DeviceMem;
+use super::sort::SortValues;
+use super::Gpu;
+use crate::error::Result;
+use crate::radix::RadixKey;
+use crate::tuning::{Family, Tuning};
+use crate::{Arithmetic, Element};
+use cudarc::driver::sys::CUdeviceptr;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Bits per digit, and the digit bins a pass counts (`RADIX_BITS`, `RADIX_BINS`).
+const RADIX_BITS: u32 = 8;
+const RADIX_BINS: usize = 256;
+
+/// Keys per portion at most: a pass's look-back counts within one portion in 32 bits (CUB cuts
+/// its inputs the same way), and its status takes 2 KiB per tile.
+const PORTION: u64 = 1 << 28;
+
+/// A radix sort module: keys, values, the key's order expression and the tuning.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RadixSpec {
+    /// The key type.
+    pub keys: ElementDesc,
+    /// The value type (unused with `SortValues::None`; `u32` for indices).
+    pub values: ElementDesc,
+    /// What travels with the keys (`MGPU_VALUES`).
+    pub mode: SortValues,
+    /// The key's number is 64-bit (`U`), else 32-bit.
+    pub wide: bool,
+    /// The number a key is ordered by, an expression over `x`.
+    pub order: Expr,
+    /// The tuning.
+    pub tuning: Tuning,
+}
+
+impl RadixSpec {
+    /// Keys `K` with values `V`, ordered by `key`.
+    pub fn new<K: Element, V: Element>(key: &RadixKey<K>, mode: SortValues, t: &Tuning) -> Self {
+        let (wide, order) = key.spec_parts();
+        RadixSpec {
+            keys: ElementDesc::of::<K>(),
+            values: ElementDesc::of::<V>(),
+            mode,
+            wide,
+            order,
+            tuning: *t,
+        }
+    }
+}
+
+/// The bits a sort orders by, and its direction.
+pub struct Order {
+    /// `begin..end` of the key's number.
+    pub bits: Range<u32>,
+    /// Descending: the number's bits inverted.
+    pub descending: bool,
+}
+
+/// The radix sort family, loaded in parts: a sort of one tile, and the passes of larger sorts.
+pub struct Radix;
+
+impl KernelFamily for Radix {
+    type Spec = RadixSpec;
+    const NAME: &'static str = "radix";
+    const FILES: &'static [&'static str] =
+        &[headers::LOOKBACK, include_str!("kernels/kernel_radix.cu")];
+    const PARTS: &'static [Part] = &[
+        Part {
+            name: "radix_tile",
+            kernels: &["mgpu_radix_tile"],
+        },
+        Part {
+            name: "radix_passes",
+            kernels: &[
+                "mgpu_radix_histogram",
+                "mgpu_radix_offsets",
+                "mgpu_radix_pass",
+            ],
+        },
+    ];
+    fn prelude(spec: &RadixSpec, p: &mut Prelude) {
+        let u = if spec.wide {
+            "unsigned long long"
+        } else {
+            "unsigned int"
+        };
+        lookback::prelude(p, 4);
+        p.define("MGPU_VALUES", spec.mode as u32)
+            .element("K", &spec.keys)
+            .element("V", &spec.values)
+            .raw(&format!("typedef {u} U;"))
+            .raw(&spec.order.helpers)
+            .define("MGPU_ORDER_BITS(x)", format!("({})", spec.order.expression));
+    }
+    fn tuning(spec: &RadixSpec) -> Tuning {
+        spec.tuning
+    }
+    const TUNING: &'static [Family] = &[Family::RadixKeys, Family::RadixPairs];
+    fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
+        let mut out = Vec::new();
+        crate::for_each_arithmetic!(radix_instances(table, &mut out));
+        Ok(out)
+    }
+}
+
+/// The tuning family of a radix sort and the size of its tile's elements.
+pub fn tuning_family(mode: SortValues, key_size: usize, value_size: usize) -> (Family, usize) {
+    match mode {
+        SortValues::None => (Family::RadixKeys, key_size),
+        _ => (Family::RadixPairs, key_size + value_size),
+    }
+}
+
+/// Keys `K` ascending: keys only, pairs of `K`s, and indices.
+fn radix_instances<K: Arithmetic>(table: TableTuning<'_>, out: &mut Vec<Instance>) -> Result<()> {
+    let k = std::mem::size_of::<K>();
+    let key = RadixKey::<K>::ascending();
+    for mode in [SortValues::None, SortValues::Pairs, SortValues::Indices] {
+        let spec = if mode == SortValues::Indices {
+            let (family, size) = tuning_family(mode, k, 4);
+            RadixSpec::new::<K, u32>(&key, mode, &table(family, size)?)
+        } else {
+            let (family, size) = tuning_family(mode, k, k);
+            RadixSpec::new::<K, K>(&key, mode, &table(family, size)?)
+        };
+        let (family, _) = tuning_family(mode, k, 0);
+        out.push(
+            Instance::of::<Radix>(&spec, family, ElementDesc::of::<K>(), format!("{mode:?}"))
+                .primary(mode != SortValues::Indices),
+        );
+    }
+    Ok(())
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_radix_tile(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
+    // int count, int passes, int begin_bit, int end_bit, u64 flip).
+    TileArgs = "mgpu_radix_tile" {
+        keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
+        values_out: CUdeviceptr, count: i32, passes: i32, begin_bit: i32, end_bit: i32,
+        flip: u64,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_radix_histogram(const K* keys, const V* values, u64 count, u64 portion,
+    // unsigned per_portion, int passes, int begin_bit, int end_bit, u64 flip, unsigned* hist,
+    // K* keys_copy, V* values_copy).
+    HistogramArgs = "mgpu_radix_histogram" {
+        keys: CUdeviceptr, values: CUdeviceptr, count: u64, portion: u64, per_portion: u32,
+        passes: i32, begin_bit: i32, end_bit: i32, flip: u64, hist: CUdeviceptr,
+        keys_copy: CUdeviceptr, values_copy: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_radix_offsets(const unsigned* hist, u64* bases, int portions, int passes).
+    OffsetsArgs = "mgpu_radix_offsets" {
+        hist: CUdeviceptr, bases: CUdeviceptr, portions: i32, passes: i32,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_radix_pass(const K* keys_in, const V* values_in, K* keys_out,
+    // V* values_out, u64 count, u64 index_base, const u64* bases, int shift, int bits, u64 flip,
+    // u64* tickets, u64 first_ticket, BinStatus status).
+    PassArgs = "mgpu_radix_pass" {
+        keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
+        values_out: CUdeviceptr, count: u64, index_base: u64, bases: CUdeviceptr, shift: i32,
+        bits: i32, flip: u64, tickets: CUdeviceptr, first_ticket: u64,
+        status: lookback::TileStatusArgs,
+    }
+}
+
+/// Sorts `count` keys at `keys` (with values at `values` unless `SortValues::None`) in place.
+pub(crate) fn sort(
+    gpu: &Arc<Gpu>,
+    spec: &RadixSpec,
+    keys: CUdeviceptr,
+    values: CUdeviceptr,
+    count: u64,
+    order: &Order,
+) -> Result<()> {
+    let (begin, end) = match order.bits {
+        Range { start, end } if start < end => (start, end),
+        _ => (0, 0),
+    };
+    let indices = spec.mode == SortValues::Indices;
+    // An empty bit range leaves the keys as they are; indices still need a pass (of 0 bits).
+    let passes = (end - begin).div_ceil(RADIX_BITS).max(indices as u32);
+    if count == 0 || passes == 0 {
+        return Ok(());
+    }
+    let t = &spec.tuning;
+    let nv = t.nv() as u64;
+    let flip = if order.descending { u64::MAX } else { 0 };
+    let (key_size, value_size) = (spec.keys.size, spec.values.size);
+    let has_values = spec.mode != SortValues::None;
+    if count <= nv {
+        let module = gpu.module::<Radix>(spec, part::<Radix>("radix_tile"))?;
+        let args = TileArgs {
+            keys_in: keys,
+            values_in: if indices { 0 } else { values },
+            keys_out: keys,
+            values_out: values,
+            count: count as i32,
+            passes: passes as i32,
+            begin_bit: begin as i32,
+            end_bit: end as i32,
+            flip,
+        };
+        return gpu.launch(&module, 1, t.nt, &args);
+    }
+    let module = gpu.module::<Radix>(spec, part::<Radix>("radix_passes"))?;
+    let portion = PORTION / nv * nv;
+    let portions = count.div_ceil(portion);
+    let temp_keys = DeviceMem::alloc(gpu, count as usize * key_size)?;
+    let temp_values = if has_values {
+        Some(DeviceMem::alloc(gpu, count as usize * value_size)?)
+    } else {
+        None
+    };
+    let temp_v = temp_values.as_ref().map_or(0, |m| m.ptr);
+    // Counts, then bases: [portion][pass][digit].
+    let cells = portions as usize * passes.max(1) as usize * RADIX_BINS;
+    let counts = DeviceMem::zeroed(gpu, cells * 4)?;
+    let bases = DeviceMem::alloc(gpu, cells * 8)?;
+    // An odd number of passes starts from a copy that the histogram makes, so that the last
+    // pass writes the caller's buffer. Indices are generated by the first pass, not copied.
+    let copy = passes % 2 == 1;
+    let per_portion = (gpu.sm_count as u64 * 4)
+        .div_ceil(portions)
+        .min(portion.div_ceil(nv))
+        .max(1);
+    let histogram = HistogramArgs {
+        keys,
+        values,
+        count,
+        portion,
+        per_portion: per_portion as u32,
+        passes: passes as i32,
+        begin_bit: begin as i32,
+        end_bit: end as i32,
+        flip,
+        hist: counts.ptr,
+        keys_copy: if copy { temp_keys.ptr } else { 0 },
+        values_copy: if copy && !indices { temp_v } else { 0 },
+    };
+    gpu.launch(&module, (portions * per_portion) as u32, t.nt, &histogram)?;
+    let offsets = OffsetsArgs {
+        hist: counts.ptr,
+        bases: bases.ptr,
+        portions: portions as i32,
+        passes: passes as i32,
+    };
+    gpu.launch(&module, passes, t.nt, &offsets)?;
+    let (mut src, mut dst) = ((keys, values), (temp_keys.ptr, temp_v));
+    if copy {
+        std::mem::swap(&mut src, &mut dst);
+    }
+    for pass in 0..passes {
+        let shift = begin + pass * RADIX_BITS;
+        let bits = RADIX_BITS.min(end - shift);
+        for p in 0..portions {
+            let first = p * portion;
+            let n = portion.min(count - first);
+            let cell = (p as usize * passes as usize + pass as usize) * RADIX_BINS;
+            let values_in = if indices && pass == 0 {
+                0
+            } else {
+                src.1 + first * value_size as u64
+            };
+            lookback::launch(
+                gpu,
+                &module,
+                n.div_ceil(nv),
+                t.nt,
+                Published::Words(RADIX_BINS),
+                |tickets, first_ticket, status| PassArgs {
+                    keys_in: src.0 + first * key_size as u64,
+                    values_in,
+                    keys_out: dst.0,
+                    values_out: dst.1,
+                    count: n,
+                    index_base: first,
+                    bases: bases.ptr + cell as u64 * 8,
+                    shift: shift as i32,
+                    bits: bits as i32,
+                    flip,
+                    tickets,
+                    first_ticket,
+                    status,
+                },
+            )?;
+        }
+        std::mem::swap(&mut src, &mut dst);
+    }
+    debug_assert_eq!(src.0, keys);
+    Ok(())
+}
