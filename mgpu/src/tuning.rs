@@ -247,9 +247,9 @@ const TABLE: &[Entry] = &[
     e(Family::RadixKeys, 70, 4, 384, 14, 2),
     e(Family::RadixKeys, 70, 8, 384, 9, 2),
     e(Family::RadixKeys, 70, 16, 256, 7, 2),
-    e(Family::RadixPairs, 70, 4, 384, 14, 2),
-    e(Family::RadixPairs, 70, 8, 384, 10, 2),
-    e(Family::RadixPairs, 70, 16, 384, 7, 2),
+    e(Family::RadixPairs, 70, 4, 384, 12, 2),
+    e(Family::RadixPairs, 70, 8, 384, 8, 2),
+    e(Family::RadixPairs, 70, 16, 384, 5, 2),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
     // (median of 10-15; 2^28 i32 in ms, memcpy of the same bytes 0.718 ms):
     //   256x15x2 1.03 | 256x23x1 0.95 | 256x31x1 0.96 | 128x15x4 1.14 | 128x31x4 0.94
