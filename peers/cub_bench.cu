@@ -95,10 +95,10 @@ static void usage_and_exit() {
   std::fprintf(stderr,
                "usage: cub_bench <algo> <type> <n> [reps] [param]\n"
                "  algo:  reduce transform-reduce scan scan-inclusive memcpy sort-keys sort-pairs "
-               "radix-keys radix-pairs merge\n"
+               "radix-keys radix-pairs radix-pairs-u32 merge\n"
                "         select-if select-flagged partition-if select-if-inplace\n"
                "         unique rle nontrivial-runs reduce-by-key segreduce spmv\n"
-               "  type:  i32 i64 u32 u64 f32 f64\n"
+               "  type:  i32 i64 u32 u64 f32 f64 (radix-*: also u8 u16)\n"
                "  n:     element count (>= 1; >= 2 for merge)\n"
                "  reps:  timed repetitions (default 20)\n"
                "  param: select-*, partition-if: percent selected, 0..100 (default 50);\n"
@@ -242,6 +242,14 @@ __global__ void tag_kernel(const T* keys, T* vals, int64_t n) {
   int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     vals[i] = pair_tag(keys[i]);
+  }
+}
+
+// The values of radix-pairs-u32: each key's input position.
+__global__ void iota_kernel(uint32_t* out, int64_t n) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    out[i] = static_cast<uint32_t>(i);
   }
 }
 
@@ -697,6 +705,42 @@ static Outcome bench_radix_sort(int64_t n, int reps, cudaStream_t s, bool pairs)
   });
   CK(cudaStreamSynchronize(s));
   o.check = check_sorted_output(keys_out.p, pairs ? vals_out.p : nullptr, n) ? "ok" : "FAIL";
+  return o;
+}
+
+// Keys of T with uint32_t values, each value the input position of its key
+// (as mgpu bench's radix-pairs rows sort: u32 values whatever the key).
+template <class T, class NumT>
+static Outcome bench_radix_sort_u32(int64_t n, int reps, cudaStream_t s) {
+  DevBuf<T> keys_in(n), keys_out(n);
+  fill(keys_in.p, n, kStreamInput, s);
+  DevBuf<uint32_t> vals_in(n), vals_out(n);
+  iota_kernel<<<grid_for(n), 256, 0, s>>>(vals_in.p, n);
+  CK(cudaGetLastError());
+  constexpr int end_bit = static_cast<int>(sizeof(T) * 8);
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys_in.p, keys_out.p, vals_in.p, vals_out.p,
+                                     static_cast<NumT>(n), 0, end_bit, s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceRadixSort::SortPairs(tmp.p, tmp.bytes, keys_in.p, keys_out.p, vals_in.p,
+                                           vals_out.p, static_cast<NumT>(n), 0, end_bit, s);
+  });
+  CK(cudaStreamSynchronize(s));
+  bool ok = check_sorted_output<T>(keys_out.p, nullptr, n);
+  if (ok) {
+    std::vector<T> keys = to_host(keys_out.p, static_cast<size_t>(n));
+    std::vector<uint32_t> vals = to_host(vals_out.p, static_cast<size_t>(n));
+    for (size_t i = 0; i < vals.size(); ++i)
+      if (bits_of(keys[i]) != bits_of(gen<T>(kStreamInput, static_cast<uint64_t>(vals[i])))) {
+        std::fprintf(stderr, "cub_bench: value at index %zu does not belong to its key\n", i);
+        ok = false;
+        break;
+      }
+  }
+  o.check = ok ? "ok" : "FAIL";
   return o;
 }
 
@@ -1578,6 +1622,7 @@ enum class Algo {
   SortPairs,
   RadixKeys,
   RadixPairs,
+  RadixPairsU32,
   Merge,
   SelectIf,
   SelectFlagged,
@@ -1623,6 +1668,7 @@ static Outcome run_algo(Algo a, int64_t n, int reps, uint64_t param, const std::
     case Algo::SortPairs: return bench_merge_sort<T, NumT>(n, reps, s, true);
     case Algo::RadixKeys: return bench_radix_sort<T, NumT>(n, reps, s, false);
     case Algo::RadixPairs: return bench_radix_sort<T, NumT>(n, reps, s, true);
+    case Algo::RadixPairsU32: return bench_radix_sort_u32<T, NumT>(n, reps, s);
     case Algo::Merge:
 #if CUB_BENCH_HAVE_MERGE
       return bench_merge<T>(n, reps, s);
@@ -1656,6 +1702,25 @@ static Outcome run_typed(Algo a, int64_t n, int reps, uint64_t param, const std:
   return run_algo<T, int64_t>(a, n, reps, param, spec, s);
 }
 
+// u8 and u16 keys: the radix sorts only (exit 3 for the other algorithms).
+template <class T, class NumT>
+static Outcome run_radix(Algo a, int64_t n, int reps, cudaStream_t s) {
+  switch (a) {
+    case Algo::RadixKeys: return bench_radix_sort<T, NumT>(n, reps, s, false);
+    case Algo::RadixPairs: return bench_radix_sort<T, NumT>(n, reps, s, true);
+    case Algo::RadixPairsU32: return bench_radix_sort_u32<T, NumT>(n, reps, s);
+    default: break;
+  }
+  std::printf("unsupported\n");
+  std::exit(3);
+}
+
+template <class T>
+static Outcome run_radix_typed(Algo a, int64_t n, int reps, cudaStream_t s) {
+  if (n <= INT_MAX) return run_radix<T, int>(a, n, reps, s);
+  return run_radix<T, int64_t>(a, n, reps, s);
+}
+
 static bool parse_u64(const char* s, uint64_t& out) {
   if (!s || !*s) return false;
   char* end = nullptr;
@@ -1680,6 +1745,7 @@ int main(int argc, char** argv) {
   else if (algo_s == "sort-pairs") algo = Algo::SortPairs;
   else if (algo_s == "radix-keys") algo = Algo::RadixKeys;
   else if (algo_s == "radix-pairs") algo = Algo::RadixPairs;
+  else if (algo_s == "radix-pairs-u32") algo = Algo::RadixPairsU32;
   else if (algo_s == "merge") algo = Algo::Merge;
   else if (algo_s == "select-if") algo = Algo::SelectIf;
   else if (algo_s == "select-flagged") algo = Algo::SelectFlagged;
@@ -1752,6 +1818,8 @@ int main(int argc, char** argv) {
   else if (type_s == "u64") o = run_typed<uint64_t>(algo, n, reps, param, spec, s);
   else if (type_s == "f32") o = run_typed<float>(algo, n, reps, param, spec, s);
   else if (type_s == "f64") o = run_typed<double>(algo, n, reps, param, spec, s);
+  else if (type_s == "u8") o = run_radix_typed<uint8_t>(algo, n, reps, s);
+  else if (type_s == "u16") o = run_radix_typed<uint16_t>(algo, n, reps, s);
   else {
     std::fprintf(stderr, "cub_bench: unknown type '%s'\n", type_s.c_str());
     usage_and_exit();

@@ -6,6 +6,7 @@ pub(crate) const PRIMITIVES: &[&str] = &[
     "reduce",
     "scan",
     "sort",
+    "radix",
     "merge",
     "select",
     "partition",
@@ -25,7 +26,11 @@ pub(crate) const SEGMENTED: &[&str] = &["segreduce", "spmv"];
 /// Every element type a bench can run (which of them a primitive supports: [`bench_types`]).
 pub(crate) const TYPES: &[&str] = &["i32", "i64", "u32", "u64", "f32", "f64", "u8", "u16"];
 
-/// The element types `primitive`'s bench supports, and those it runs when none is named.
+/// The element types of the radix sort's rows (`sort` and `radix`) when none is named.
+pub(crate) const RADIX_TYPES: &[&str] = &["u8", "u16", "i32", "u32", "f32", "i64", "u64", "f64"];
+
+/// The element types `primitive`'s bench supports, and those it runs when none is named (sort:
+/// its radix rows' types; its merge rows run on i32, i64, f32 and f64 of them).
 pub(crate) fn bench_types(primitive: &str) -> (&'static [&'static str], &'static [&'static str]) {
     const WIDE: &[&str] = &["i32", "i64", "f32", "f64"];
     if COMPACTION.contains(&primitive) {
@@ -34,7 +39,8 @@ pub(crate) fn bench_types(primitive: &str) -> (&'static [&'static str], &'static
     match primitive {
         "segreduce" => (WIDE, &["i32"]),
         "spmv" => (&["f32", "f64"], &["f32", "f64"]),
-        "sort" | "merge" => (&["i32", "i64", "u32", "u64", "f32", "f64"], WIDE),
+        "sort" | "radix" => (TYPES, RADIX_TYPES),
+        "merge" => (&["i32", "i64", "u32", "u64", "f32", "f64"], WIDE),
         _ => (TYPES, WIDE),
     }
 }

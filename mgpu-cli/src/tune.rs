@@ -1,10 +1,12 @@
 //! `mgpu tune <primitive>`: sweeps the launch parameters of the primitive's kernel family (NT in
-//! {64, 128, 256, 512}, odd VT, OCC) on the present device, prints the landscape (throughput per
-//! NT x VT, the best marked, as in the seed's mergesort tuning table), and writes the winners to a
-//! tuning file (`mgpu::tuning`'s versioned format) that the library then reads.
+//! {64, 128, 256, 512}, odd VT, OCC; the radix sort's NT in {256, 384, 512}) on the present
+//! device, prints the landscape (throughput per NT x VT, the best marked, as in the seed's
+//! mergesort tuning table), and writes the winners to a tuning file (`mgpu::tuning`'s versioned
+//! format) that the library then reads. `sort` tunes the merge sort's and the radix sort's
+//! families (keys and pairs of each), `radix` the radix sort's alone.
 //!
 //! Candidates are pruned before anything runs: a tile over `MAX_TILE_BYTES` fails
-//! `Tuning::validate`; every kernel of the family is compiled for the device's architecture and
+//! `Tuning::validate` (a radix sort's tile also holds at most 65535 keys); every kernel of the family is compiled for the device's architecture and
 //! a candidate whose ptxas report shows spills or a stack frame, or that cannot be resident, is
 //! dropped (per cell NT x VT, the highest OCC that compiles clean is the one timed). Each survivor
 //! runs in a child process, `mgpu bench <primitive> --sizes N --types T --no-peer --json`, with
@@ -26,7 +28,8 @@ use std::process::Command;
 /// `mgpu tune`'s command line.
 #[derive(clap::Args)]
 pub struct TuneArgs {
-    /// The primitive whose kernel family is tuned (sort tunes keys and pairs together)
+    /// The primitive whose kernel family is tuned (sort tunes keys and pairs together, of the
+    /// merge sort and of the radix sort; radix the radix sort's alone)
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(PRIMITIVES))]
     primitive: String,
     /// Element type [default: i32; f32 for spmv]
@@ -59,8 +62,12 @@ struct Target {
     elem: usize,
     /// The bench rows that count (their variant), or every row.
     rows: Option<&'static str>,
-    /// VT values swept (odd).
+    /// VT values swept (odd, but for the radix sort's).
     vts: &'static [u32],
+    /// NT values swept.
+    nts: &'static [u32],
+    /// The most items a tile may hold (NT x VT).
+    max_items: u32,
 }
 
 impl Target {
@@ -69,7 +76,13 @@ impl Target {
     }
 }
 
-const NTS: [u32; 4] = [64, 128, 256, 512];
+const NTS: &[u32] = &[64, 128, 256, 512];
+
+/// The radix sort's NTs: a thread per digit bin (NT >= 256).
+const RADIX_NTS: &[u32] = &[256, 384, 512];
+
+/// The radix sort's tile: at most 65535 keys (16-bit counts).
+const RADIX_MAX_ITEMS: u32 = 65535;
 
 fn targets(primitive: &str, s: usize) -> Vec<Target> {
     let t = |family, elem, rows, vts| Target {
@@ -77,25 +90,54 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
         elem,
         rows,
         vts,
+        nts: NTS,
+        max_items: u32::MAX,
+    };
+    // The radix rows of `mgpu bench sort | radix` (pairs: u32 values).
+    let radix = || {
+        let r = |family, elem, rows, vts| Target {
+            nts: RADIX_NTS,
+            max_items: RADIX_MAX_ITEMS,
+            ..t(family, elem, rows, vts)
+        };
+        [
+            r(
+                Family::RadixKeys,
+                s,
+                Some("radix-keys"),
+                &[9, 12, 14, 17, 20, 24],
+            ),
+            r(
+                Family::RadixPairs,
+                s + 4,
+                Some("radix-pairs"),
+                &[7, 9, 10, 12, 14],
+            ),
+        ]
     };
     const COMPACT_VT: &[u32] = &[7, 11, 15, 23, 31];
     match primitive {
         "reduce" => vec![t(Family::Reduce, s, Some("reduce"), &[7, 11, 15, 19, 23])],
         "scan" => vec![t(Family::Scan, s, Some("scan"), &[15, 23, 31, 39, 47])],
-        "sort" => vec![
-            t(
-                Family::SortKeys,
-                s,
-                Some("sort-keys"),
-                &[11, 15, 17, 21, 23],
-            ),
-            t(
-                Family::SortPairs,
-                2 * s,
-                Some("sort-pairs"),
-                &[7, 9, 11, 15, 17],
-            ),
-        ],
+        "sort" => {
+            let mut v = vec![
+                t(
+                    Family::SortKeys,
+                    s,
+                    Some("sort-keys"),
+                    &[11, 15, 17, 21, 23],
+                ),
+                t(
+                    Family::SortPairs,
+                    2 * s,
+                    Some("sort-pairs"),
+                    &[7, 9, 11, 15, 17],
+                ),
+            ];
+            v.extend(radix());
+            v
+        }
+        "radix" => radix().into(),
         "merge" => vec![t(Family::SortKeys, s, Some("merge"), &[11, 15, 17, 21, 23])],
         "rle" => vec![t(Family::ReduceByKey, s + 4, None, COMPACT_VT)],
         "reduce-by-key" => vec![t(Family::ReduceByKey, 2 * s, None, COMPACT_VT)],
@@ -141,6 +183,8 @@ enum Cell {
     TooBig,
     /// No OCC compiled clean (spills, stack, or not resident).
     Spills,
+    /// The compiler rejected it (say, over the static shared memory a block may have).
+    Fails,
     /// To be timed with this tuning.
     Candidate(Tuning),
 }
@@ -178,15 +222,38 @@ impl Checker<'_> {
 
     /// Whether every module the library loads for the instantiations of `target` under `t`
     /// (the registry's, see `instantiations::candidate`) compiles clean.
-    fn candidate_clean(&self, target: Family, t: &Tuning, ty: &str) -> Result<bool, String> {
+    /// `Err` of the outer result: the check itself failed; of the inner: a module of the
+    /// candidate does not compile (a radix sort's tile and bins over the static shared memory,
+    /// say), which rules the cell out, why said.
+    fn candidate_clean(
+        &self,
+        target: Family,
+        t: &Tuning,
+        ty: &str,
+    ) -> Result<Result<bool, String>, String> {
         for inst in candidate(target, t, ty, self.arch)? {
             for (part, source) in &inst.parts {
-                if !self.clean(part, source, t.nt)? {
-                    return Ok(false);
+                match self.clean(part, source, t.nt) {
+                    Ok(true) => {}
+                    Ok(false) => return Ok(Ok(false)),
+                    Err(e) => {
+                        // The compiler's first error line, else its shared memory.
+                        let why = e
+                            .lines()
+                            .find(|l| l.contains("error"))
+                            .or_else(|| e.lines().find(|l| l.contains("bytes smem")))
+                            .map_or("", str::trim);
+                        return Ok(Err(format!(
+                            "{} {}: {} does not compile, skipped ({why})",
+                            target.name(),
+                            label(t),
+                            part.name
+                        )));
+                    }
                 }
             }
         }
-        Ok(true)
+        Ok(Ok(true))
     }
 }
 
@@ -354,17 +421,17 @@ fn sweep(
     std::env::set_var("MGPU_CACHE_DIR", cache);
     // 1. Cells and their OCC: the highest that compiles clean.
     let mut grids: Vec<Vec<((u32, u32), Cell)>> = Vec::new();
-    let cells: usize = targets.iter().map(|t| t.vts.len() * NTS.len()).sum();
+    let cells: usize = targets.iter().map(|t| t.vts.len() * t.nts.len()).sum();
     {
         let bar = Progress::new(cells as u64, "compile check");
         for target in &targets {
             let per_item = tile_bytes_per_item(&a.primitive, target);
             let mut grid = Vec::new();
-            for &nt in &NTS {
+            for &nt in target.nts {
                 for &vt in target.vts {
                     bar.set_message(format!("{} {nt}x{vt}", target.family.name()));
                     let tile = (nt * vt) as usize * per_item;
-                    let cell = if tile > MAX_TILE_BYTES {
+                    let cell = if tile > MAX_TILE_BYTES || nt * vt > target.max_items {
                         Cell::TooBig
                     } else {
                         let mut found = Cell::Spills;
@@ -373,11 +440,23 @@ fn sweep(
                             if t.validate(per_item).is_err() {
                                 continue;
                             }
-                            let ok =
-                                !check.enabled || check.candidate_clean(target.family, &t, ty)?;
-                            if ok {
-                                found = Cell::Candidate(t);
-                                break;
+                            let ok = if check.enabled {
+                                check.candidate_clean(target.family, &t, ty)?
+                            } else {
+                                Ok(true)
+                            };
+                            match ok {
+                                Ok(true) => {
+                                    found = Cell::Candidate(t);
+                                    break;
+                                }
+                                Ok(false) => {}
+                                // A lower OCC would not change it.
+                                Err(why) => {
+                                    output::note(why);
+                                    found = Cell::Fails;
+                                    break;
+                                }
                             }
                         }
                         found
@@ -454,17 +533,28 @@ fn sweep(
             .filter_map(|(t, r)| r.as_ref().ok().map(|v| (*t, *v)))
             .max_by(|x, y| x.1.total_cmp(&y.1));
         println!();
+        let items = if target.max_items < u32::MAX {
+            format!(" or {} items", target.max_items)
+        } else {
+            String::new()
+        };
         println!(
             "# {} ({}), {ty} at 2^{}, sm_{arch} {device}: G items/s of `mgpu bench {}` per NT x VT \
-             (/OCC: the highest that compiles clean), * best; - over {} KB of tile; spill: no \
-             clean OCC",
+             (/OCC: the highest that compiles clean), * best; - over {} KB{items} of tile; spill: \
+             no clean OCC; error: does not compile",
             target.family.name(),
             a.primitive,
             a.size,
             a.primitive,
             MAX_TILE_BYTES / 1024
         );
-        print_landscape(&grids[k], &results[k], best.map(|b| b.0), target.vts);
+        print_landscape(
+            &grids[k],
+            &results[k],
+            best.map(|b| b.0),
+            target.vts,
+            target.nts,
+        );
         let base_text = base.map_or("-".into(), |b| format!("{b:.3}"));
         println!("built-in {base_label}: {base_text} G items/s");
         let Some((mut t, mut v)) = best else {
@@ -517,19 +607,21 @@ fn print_landscape(
     results: &[(Tuning, Result<f64, String>)],
     best: Option<Tuning>,
     vts: &[u32],
+    nts: &[u32],
 ) {
     let mut header = format!("{:>4}", "VT");
-    for nt in NTS {
+    for nt in nts {
         header += &format!(" {:>16}", format!("NT={nt}"));
     }
     println!("{header}");
     for &vt in vts {
         let mut row = format!("{vt:>4}");
-        for nt in NTS {
+        for &nt in nts {
             let cell = grid.iter().find(|(k, _)| *k == (nt, vt)).map(|(_, c)| c);
             let text = match cell {
                 Some(Cell::TooBig) | None => "-".to_string(),
                 Some(Cell::Spills) => "spill".to_string(),
+                Some(Cell::Fails) => "error".to_string(),
                 Some(Cell::Candidate(t)) => match results.iter().find(|(r, _)| r == t) {
                     Some((_, Ok(v))) => {
                         let mark = if best == Some(*t) { "*" } else { " " };
@@ -620,6 +712,29 @@ fn civil_date(days: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn radix_targets_sweep_only_tiles_the_radix_sort_takes() {
+        let sort = targets("sort", 4);
+        let names: Vec<_> = sort.iter().map(|t| t.family).collect();
+        assert_eq!(
+            names,
+            [
+                Family::SortKeys,
+                Family::SortPairs,
+                Family::RadixKeys,
+                Family::RadixPairs
+            ]
+        );
+        let radix = targets("radix", 8);
+        assert_eq!(radix.len(), 2);
+        assert_eq!((radix[0].elem, radix[1].elem), (8, 12)); // pairs: u32 values
+        assert!(radix[0].counts("radix-keys") && !radix[0].counts("radix-keys/equal"));
+        for t in &radix {
+            assert!(t.nts.iter().all(|&nt| nt >= 256 && nt % 32 == 0));
+            assert_eq!(t.max_items, 65535);
+        }
+    }
 
     #[test]
     fn dates() {

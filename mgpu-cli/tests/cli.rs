@@ -236,6 +236,108 @@ fn bench_writes_csv_and_svg_charts() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `bench sort`: the merge rows on the merge sort's types (any named by --types), the radix rows
+/// on every type and distribution, with their traffic limit.
+#[test]
+fn bench_sort_runs_merge_and_radix_rows() {
+    let variants = |args: &[&str]| -> Vec<(String, String, serde_json::Value)> {
+        let o = mgpu(args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let s = |k: &str| r[k].as_str().unwrap().to_string();
+                (s("type"), s("variant"), r.clone())
+            })
+            .collect()
+    };
+    let rows = variants(&["bench", "sort", "--sizes", "10", "--reps", "10", "--json"]);
+    let of = |ty: &str| -> Vec<String> {
+        rows.iter()
+            .filter(|r| r.0 == ty)
+            .map(|r| r.1.clone())
+            .collect()
+    };
+    assert_eq!(of("u8"), ["radix-keys", "radix-pairs"]);
+    assert_eq!(
+        of("f64"),
+        ["sort-keys", "sort-pairs", "radix-keys", "radix-pairs"]
+    );
+    let types: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    for ty in ["u8", "u16", "i32", "u32", "f32", "i64", "u64", "f64"] {
+        assert!(types.contains(&ty), "no {ty} in {types:?}");
+    }
+    for (_, variant, r) in &rows {
+        let radix = variant.starts_with("radix");
+        assert_eq!(r["vs_limit"].as_f64().is_some(), radix, "{r}");
+        assert_eq!(r["limit_ms"].as_f64().is_some(), radix, "{r}");
+    }
+    let rows = variants(&[
+        "bench",
+        "sort",
+        "--sizes",
+        "10",
+        "--reps",
+        "10",
+        "--json",
+        "--types",
+        "u16",
+        "--dist",
+        "equal,bits20",
+    ]);
+    let names: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "sort-keys",
+            "sort-pairs",
+            "radix-keys/equal",
+            "radix-pairs/equal",
+            "radix-keys/bits20",
+            "radix-pairs/bits20"
+        ]
+    );
+    let rows = variants(&[
+        "bench",
+        "radix",
+        "--sizes",
+        "10",
+        "--reps",
+        "10",
+        "--json",
+        "--types",
+        "i64",
+        "--dist",
+        "few,sorted,reversed,uniform",
+    ]);
+    let names: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(names.len(), 8, "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("radix-")), "{names:?}");
+    // --dist is the radix rows' alone.
+    let o = mgpu(&["bench", "scan", "--sizes", "10", "--dist", "equal"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("--dist"), "{}", stderr(&o));
+}
+
+/// `tune radix` sweeps NT >= 256 only (a thread per digit bin).
+#[test]
+fn tune_radix_sweeps_the_radix_families() {
+    let o = mgpu(&["tune", "radix", "--cpu", "--size", "10", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("# radix_keys (radix)") && out.contains("# radix_pairs (radix)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("NT=256") && out.contains("NT=384") && !out.contains("NT=128"),
+        "{out}"
+    );
+    assert!(out.contains("dry run"), "{out}");
+}
+
 #[test]
 fn bench_names_the_tuning_file_in_effect() {
     let dir = scratch("tuning");

@@ -70,9 +70,9 @@ impl Context {
         self.sort_with(keys, comparator, SortAlgorithm::Auto)
     }
 
-    /// [`sort`](Context::sort) by the algorithm `algorithm` picks: the radix sort for arithmetic
-    /// keys under the built-in `less` or `greater` ([`SortAlgorithm::Auto`], what `sort` does),
-    /// or the merge sort. Both give the same result, bit for bit.
+    /// [`sort`](Context::sort) by the algorithm `algorithm` picks: the merge sort, or the radix
+    /// sort (arithmetic keys under the built-in `less` or `greater`); [`SortAlgorithm::Auto`] is
+    /// what `sort` runs. Both give the same result, bit for bit.
     ///
     /// ```
     /// use mgpu::{Comparator, Context, SortAlgorithm};

@@ -166,6 +166,7 @@ impl Table<'_> {
                 bytes: v.bytes as f64,
                 memcpy_ms: self.memcpy_ms,
                 peers: vec![("cub", cub)],
+                limit_ms: None,
             };
             print_row(&row);
             self.rows.push(row);

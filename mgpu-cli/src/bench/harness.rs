@@ -26,6 +26,72 @@ pub(crate) struct Args {
     pub offset: usize,
     /// `--chart DIR`: write an SVG chart per primitive and type there.
     pub chart: Option<std::path::PathBuf>,
+    /// Whether `--types` named the types (else the primitive's defaults: sort then runs its merge
+    /// rows on the merge sort's usual types only).
+    pub types_given: bool,
+    /// `--dist`: the key distributions of the radix rows (sort, radix).
+    pub dist: Vec<KeyDist>,
+}
+
+/// A distribution of sort keys (`--dist`; the radix rows of `mgpu bench sort | radix`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum KeyDist {
+    /// Uniform random keys over the type's range (floats: [0, 1))
+    Uniform,
+    /// Every key the same
+    Equal,
+    /// 4 distinct keys, in random order
+    Few,
+    /// Uniform random keys, sorted ascending
+    Sorted,
+    /// Uniform random keys, sorted descending
+    Reversed,
+    /// 20 random low bits in each key's word (the raw bits: floats are denormals); types of
+    /// under 32 bits keep their full width
+    Bits20,
+}
+
+impl KeyDist {
+    /// The variant's suffix: none for uniform keys, else `/name`.
+    pub(crate) fn suffix(self) -> String {
+        match self {
+            KeyDist::Uniform => String::new(),
+            _ => format!("/{}", self.name()),
+        }
+    }
+
+    /// The name `--dist` takes.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            KeyDist::Uniform => "uniform",
+            KeyDist::Equal => "equal",
+            KeyDist::Few => "few",
+            KeyDist::Sorted => "sorted",
+            KeyDist::Reversed => "reversed",
+            KeyDist::Bits20 => "bits20",
+        }
+    }
+
+    /// `n` keys of this distribution, before any sorting: `Sorted` and `Reversed` are uniform
+    /// keys that the bench sorts on the device.
+    pub(crate) fn keys<T: BenchElement>(self, n: usize) -> Vec<T> {
+        match self {
+            KeyDist::Uniform | KeyDist::Sorted | KeyDist::Reversed => random_keys(n),
+            KeyDist::Equal => vec![T::value_from_bits(0x9e37_79b9_7f4a_7c15); n],
+            // k * 0x1111...: distinct in every type's bits (low byte, high bits).
+            KeyDist::Few => xorshift(n)
+                .map(|x| T::value_from_bits((1 + (x >> 32) % 4) * 0x1111_1111_1111_1111))
+                .collect(),
+            KeyDist::Bits20 => {
+                let mask = if std::mem::size_of::<T>() >= 4 {
+                    0xf_ffff
+                } else {
+                    u64::MAX
+                };
+                xorshift(n).map(|x| T::from_raw_bits(x & mask)).collect()
+            }
+        }
+    }
 }
 
 /// Element types the benches generate from random bits.
@@ -42,6 +108,11 @@ pub(crate) trait BenchElement: Element + Arithmetic {
     fn from_f64(v: f64) -> Self;
     /// `self as f64` (checking against sums in f64).
     fn to_f64(self) -> f64;
+    /// The value whose bits are the low bits of `x` (a float's raw bits; integers as
+    /// `value_from_bits`).
+    fn from_raw_bits(x: u64) -> Self {
+        Self::value_from_bits(x)
+    }
 }
 
 macro_rules! bench_elements {
@@ -79,6 +150,9 @@ impl BenchElement for f32 {
     fn value_from_bits(x: u64) -> Self {
         (x >> 40) as f32 / (1u64 << 24) as f32
     }
+    fn from_raw_bits(x: u64) -> Self {
+        f32::from_bits(x as u32)
+    }
     fn from_f64(v: f64) -> Self {
         v as f32
     }
@@ -90,6 +164,9 @@ impl BenchElement for f32 {
 impl BenchElement for f64 {
     fn value_from_bits(x: u64) -> Self {
         (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn from_raw_bits(x: u64) -> Self {
+        f64::from_bits(x)
     }
     fn from_f64(v: f64) -> Self {
         v
@@ -267,9 +344,27 @@ pub(crate) struct Row {
     pub memcpy_ms: f64,
     /// (peer name, median ms), in the peers' column order.
     pub peers: Vec<(&'static str, Option<f64>)>,
+    /// The radix rows' traffic limit: the bytes a radix sort must move (`radix_traffic`) at the
+    /// memcpy's bandwidth, in ms; the sort table's `vs_lim` column is this over `ms`.
+    pub limit_ms: Option<f64>,
 }
 
-/// The table's header (`radix`: sort's radix-sort peer columns too).
+/// Bytes a radix sort of `n` keys of `key` bytes (with values of `value` bytes, 0 for keys only)
+/// must move, over every bit of the key: the upfront histogram reads the keys once, then each
+/// 8-bit pass reads and writes keys and values.
+pub(crate) fn radix_traffic(n: usize, key: usize, value: usize) -> f64 {
+    let passes = key; // 8 bits per pass
+    (n * (2 * passes * (key + value) + key)) as f64
+}
+
+/// The time `bytes` take at the bandwidth of a memcpy of `n` elements of `size` bytes that took
+/// `memcpy_ms` (it reads and writes them: 2 n size bytes).
+pub(crate) fn at_memcpy_bandwidth(bytes: f64, memcpy_ms: f64, n: usize, size: usize) -> f64 {
+    memcpy_ms * bytes / (2 * n * size) as f64
+}
+
+/// The table's header (`radix`: sort's radix-sort peer columns too, and the radix rows' time
+/// at the traffic limit over theirs).
 pub(crate) fn print_header(radix: bool) {
     let mut header = format!(
         "{:<29} {:<4} {:<5} {:>9} {:>9} {:>8} {:>9} {:>7} {:>9} {:>7}",
@@ -285,7 +380,7 @@ pub(crate) fn print_header(radix: bool) {
         "vs_cub"
     );
     if radix {
-        header += &format!(" {:>9} {:>7}", "radix_ms", "vs_radx");
+        header += &format!(" {:>9} {:>7} {:>6}", "radix_ms", "vs_radx", "vs_lim");
     }
     header += &format!(" {:>10}", "tuning");
     output::line(header);
@@ -299,6 +394,13 @@ pub(crate) fn print_row(r: &Row) {
         peers += &match ms {
             Some(p) => format!(" {p:>9.4} {:>7.3}", p / r.ms),
             None => format!(" {:>9} {:>7}", "-", "-"),
+        };
+    }
+    // The sort table's rows (those with a radix-sort peer column) end in the limit's column.
+    if r.peers.iter().any(|p| p.0 == "radix") {
+        peers += &match r.limit_ms {
+            Some(l) => format!(" {:>6.3}", l / r.ms),
+            None => format!(" {:>6}", "-"),
         };
     }
     output::line(format!(
@@ -332,15 +434,19 @@ impl Row {
                 .iter()
                 .map(|(name, ms)| (name.to_string(), *ms))
                 .collect(),
-            extra: Vec::new(),
+            extra: match self.limit_ms {
+                Some(l) => vec![("limit_ms", Some(l)), ("vs_limit", Some(l / self.ms))],
+                None => Vec::new(),
+            },
             tuning: tuning_label(&self.variant, &self.ty),
         }
     }
 }
 
-/// `--csv FILE`: one line per row (the tuning last).
+/// `--csv FILE`: one line per row (the tuning last; limit_ms: the radix rows' traffic limit).
 pub(crate) fn write_csv(path: &str, rows: &[Row]) -> Result<(), String> {
-    let mut s = String::from("primitive,type,log2n,mgpu_ms,memcpy_ms,cub_ms,radix_ms,tuning\n");
+    let mut s =
+        String::from("primitive,type,log2n,mgpu_ms,memcpy_ms,cub_ms,radix_ms,limit_ms,tuning\n");
     for r in rows {
         let peer = |name: &str| -> String {
             r.peers
@@ -351,7 +457,7 @@ pub(crate) fn write_csv(path: &str, rows: &[Row]) -> Result<(), String> {
                 .unwrap_or_default()
         };
         s += &format!(
-            "{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{}\n",
             r.variant,
             r.ty,
             r.log2,
@@ -359,6 +465,7 @@ pub(crate) fn write_csv(path: &str, rows: &[Row]) -> Result<(), String> {
             r.memcpy_ms,
             peer("cub"),
             peer("radix"),
+            r.limit_ms.map(|v| v.to_string()).unwrap_or_default(),
             tuning_label(&r.variant, &r.ty)
         );
     }
@@ -393,6 +500,10 @@ fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
         (Family::Reduce, s)
     } else if starts("scan") {
         (Family::Scan, s)
+    } else if starts("radix-pairs") {
+        (Family::RadixPairs, s + 4) // u32 values
+    } else if starts("radix-keys") {
+        (Family::RadixKeys, s)
     } else if starts("sort-pairs") {
         (Family::SortPairs, 2 * s)
     } else if starts("sort-keys") || starts("merge") {
@@ -470,6 +581,8 @@ mod tests {
             ("reduce-sq", "f32", Some((Family::Reduce, 4))),
             ("select-if/50%", "i64", Some((Family::Compact, 8))),
             ("segreduce/fixed20", "f64", Some((Family::SegReduce, 8))),
+            ("radix-keys/equal", "u16", Some((Family::RadixKeys, 2))),
+            ("radix-pairs@+1", "i64", Some((Family::RadixPairs, 12))),
             ("what", "i32", None),
         ];
         for (variant, ty, family) in cases {

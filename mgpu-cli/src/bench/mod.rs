@@ -16,13 +16,24 @@ mod sort;
 use crate::output;
 use crate::peers::Peer;
 use crate::primitives::{bench_types, COMPACTION, PRIMITIVES, SEGMENTED, TYPES};
-use harness::{Args, Row};
+use harness::{Args, KeyDist, Row};
 use mgpu::Context;
 
 /// `mgpu bench`'s help beyond the one-line summary.
 pub const LONG_ABOUT: &str = "\
 GPU benchmark against a device memcpy and CUB (when nvcc is present: DeviceReduce, DeviceScan,
 DeviceMergeSort and DeviceRadixSort, DeviceMerge).
+
+sort runs the merge sort (sort-keys, sort-pairs; SortAlgorithm::Merge; i32, i64, f32, f64 unless
+--types names others) against CUB's DeviceMergeSort (cub_ms) and DeviceRadixSort (radix_ms), and
+the radix sort (radix-keys, radix-pairs with u32 values; SortAlgorithm::Radix; u8, u16, i32, u32,
+f32, i64, u64, f64) against DeviceRadixSort; radix runs the radix rows alone. The radix rows'
+vs_lim (JSON: vs_limit, limit_ms) is the time their traffic takes at the memcpy's bandwidth over
+theirs: the keys read once for the histogram, then read and written once per 8-bit pass, with the
+values (9n x 4 bytes for 32-bit keys). --dist runs the radix rows on other keys: equal (all one
+key), few (4 distinct keys), sorted, reversed, bits20 (key & 0xFFFFF in each word; sub-word types
+at full width), named radix-keys/DIST; CUB generates its own uniform keys, so those rows have no
+peer.
 
 The compaction family (select, partition, unique, rle, reduce-by-key; i32, i64) runs selection
 rates 0..100% and mean run lengths 1..500, in and out of place, against CUB's DeviceSelect,
@@ -51,9 +62,10 @@ pub struct BenchArgs {
     /// --quick]
     #[arg(long, value_name = "A..B", value_parser = parse_sizes)]
     sizes: Option<std::ops::RangeInclusive<u32>>,
-    /// Element types, comma-separated (default i32,i64,f32,f64; i32,i64 for the compaction
-    /// family; i32 for segreduce; f32,f64 for spmv); also u32, u64, and u8, u16 for reduce and
-    /// scan (no CUB peer for those two)
+    /// Element types, comma-separated (default i32,i64,f32,f64; u8,u16,i32,u32,f32,i64,u64,f64
+    /// for sort and radix, whose merge rows take i32,i64,f32,f64 of them; i32,i64 for the
+    /// compaction family; i32 for segreduce; f32,f64 for spmv); also u32, u64, and u8, u16 for
+    /// reduce, scan, sort and radix (no CUB peer for those two but its radix sort)
     #[arg(
         long,
         value_name = "TYPES",
@@ -93,6 +105,18 @@ pub struct BenchArgs {
     /// Run on views K elements into their buffers (@+K; K = 1: not 16-byte aligned)
     #[arg(long, value_name = "K", default_value_t = 0)]
     offset: usize,
+    /// Key distributions of the radix rows (sort, radix), comma-separated: uniform, equal, few (4
+    /// distinct keys), sorted, reversed, bits20 (key & 0xFFFFF; full width under 32 bits); rows
+    /// of other than uniform keys are named radix-keys/DIST and have no CUB peer [default:
+    /// uniform]
+    #[arg(
+        long,
+        value_name = "DISTS",
+        value_delimiter = ',',
+        value_enum,
+        hide_possible_values = true
+    )]
+    dist: Vec<KeyDist>,
 }
 
 /// `--transform`'s functions.
@@ -118,7 +142,8 @@ fn parse_sizes(v: &str) -> Result<std::ops::RangeInclusive<u32>, String> {
 
 impl From<BenchArgs> for Args {
     fn from(b: BenchArgs) -> Args {
-        let types = if !b.types.is_empty() {
+        let types_given = !b.types.is_empty();
+        let types = if types_given {
             b.types
         } else {
             let (_, defaults) = bench_types(&b.primitive);
@@ -140,6 +165,12 @@ impl From<BenchArgs> for Args {
             transform: matches!(b.transform, Some(Transform::Square)),
             offset: b.offset,
             chart: b.chart,
+            types_given,
+            dist: if b.dist.is_empty() {
+                vec![KeyDist::Uniform]
+            } else {
+                b.dist
+            },
         }
     }
 }
@@ -147,6 +178,12 @@ impl From<BenchArgs> for Args {
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let json = args.json;
     output::set_json(json);
+    if !args.dist.is_empty() && !matches!(args.primitive.as_str(), "sort" | "radix") {
+        return Err(format!(
+            "bench: --dist is for the radix rows of sort and radix, not {}",
+            args.primitive
+        ));
+    }
     let a = Args::from(args);
     // A tuning file that cannot be used fails here, with its name, rather than in the first call.
     let (source, _) = mgpu::tuning::check().map_err(|e| e.to_string())?;
@@ -191,7 +228,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     let records = if SEGMENTED.contains(&a.primitive.as_str()) {
         segreduce::run(&ctx, &a, peer.as_ref())?
     } else {
-        harness::print_header(a.primitive == "sort");
+        harness::print_header(a.primitive == "sort" || a.primitive == "radix");
         let rows = if COMPACTION.contains(&a.primitive.as_str()) {
             compact::rows(&ctx, &a, peer.as_ref())?
         } else {
@@ -214,11 +251,11 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The rows of reduce, scan, sort and merge: every type (each bench runs every size).
+/// The rows of reduce, scan, sort, radix and merge: every type (each bench runs every size).
 fn rows(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Row>, String> {
     use reduce_scan::bench_type;
     use sort::bench_sort_type;
-    let sorting = a.primitive == "sort" || a.primitive == "merge";
+    let sorting = matches!(a.primitive.as_str(), "sort" | "radix" | "merge");
     let mut rows = Vec::new();
     for ty in &a.types {
         let p = peer;
@@ -238,9 +275,12 @@ fn rows(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Row>, String
             ("u64", true) => bench_sort_type::<u64>(ctx, a, ty, p),
             ("f32", true) => bench_sort_type::<f32>(ctx, a, ty, p),
             ("f64", true) => bench_sort_type::<f64>(ctx, a, ty, p),
+            // The CUB peer sorts u8 and u16 keys by radix only (bench/sort.rs asks it no more).
+            ("u8", true) => bench_sort_type::<u8>(ctx, a, ty, p),
+            ("u16", true) => bench_sort_type::<u16>(ctx, a, ty, p),
             (other, _) => Err(format!(
                 "bench: unsupported type `{other}` (i32, i64, u32, u64, f32, f64; u8 and u16 \
-                 for reduce and scan)"
+                 for reduce, scan, sort and radix)"
             )),
         }?;
         rows.extend(r);

@@ -98,6 +98,7 @@ pub(crate) fn bench_type<T: BenchElement>(
                 ms,
                 memcpy_ms,
                 peers: vec![("cub", cub)],
+                limit_ms: None,
             };
             print_row(&row);
             rows.push(row);

@@ -2,6 +2,7 @@
 //! Work is split into contiguous chunks combined in order, so non-commutative operators are safe.
 
 pub(crate) mod compact;
+pub(crate) mod radix;
 pub(crate) mod segreduce;
 
 use crate::source::HostRead;
@@ -111,29 +112,6 @@ pub fn scan<T: Element>(input: &[T], output: &mut [T], op: &Op<T>, exclusive: bo
 /// Stable sort of `keys` (rayon's parallel merge sort).
 pub fn sort<K: Element>(keys: &mut [K], comparator: &crate::Comparator<K>) {
     keys.par_sort_by(|a, b| comparator.ordering(a, b));
-}
-
-/// Stable sort of `keys` by the number `bits` makes of each (the radix sort's order).
-pub fn sort_by_bits<K: Element>(keys: &mut [K], bits: impl Fn(&K) -> u64 + Sync) {
-    keys.par_sort_by_key(|k| bits(k));
-}
-
-/// Stable sort of `keys` by `bits` with `values` moved alongside.
-pub fn sort_pairs_by_bits<K: Element, V: Element>(
-    keys: &mut [K],
-    values: &mut [V],
-    bits: impl Fn(&K) -> u64 + Sync,
-) {
-    let mut pairs: Vec<(u64, K, V)> = keys
-        .iter()
-        .zip(values.iter())
-        .map(|(k, v)| (bits(k), *k, *v))
-        .collect();
-    pairs.par_sort_by_key(|p| p.0);
-    for (i, (_, k, v)) in pairs.into_iter().enumerate() {
-        keys[i] = k;
-        values[i] = v;
-    }
 }
 
 /// Stable sort of `keys` with `values` moved alongside.

@@ -171,12 +171,13 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_radix_pass(const K* keys_in, const V* values_in, K* keys_out,
-    // V* values_out, u64 count, u64 index_base, const u64* bases, int shift, int bits, u64 flip,
-    // u64* tickets, u64 first_ticket, BinStatus status).
+    // V* values_out, u64 count, u64 index_base, const u64* bases, u64* next_bases, int shift,
+    // int bits, u64 flip, u64* tickets, u64 first_ticket, BinStatus status).
     PassArgs = "mgpu_radix_pass" {
         keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
-        values_out: CUdeviceptr, count: u64, index_base: u64, bases: CUdeviceptr, shift: i32,
-        bits: i32, flip: u64, tickets: CUdeviceptr, first_ticket: u64,
+        values_out: CUdeviceptr, count: u64, index_base: u64, bases: CUdeviceptr,
+        next_bases: CUdeviceptr, shift: i32, bits: i32, flip: u64, tickets: CUdeviceptr,
+        first_ticket: u64,
         status: lookback::TileStatusArgs,
     }
 }
@@ -230,8 +231,9 @@ pub(crate) fn sort(
         None
     };
     let temp_v = temp_values.as_ref().map_or(0, |m| m.ptr);
-    // Counts, then bases: [portion][pass][digit].
-    let cells = portions as usize * passes.max(1) as usize * RADIX_BINS;
+    // Counts [portion][pass][digit]; bases [portion][pass][digit], portion 0's from the counts,
+    // each later one's from the pass over the portion before it.
+    let cells = portions as usize * passes as usize * RADIX_BINS;
     let counts = DeviceMem::zeroed(gpu, cells * 4)?;
     let bases = DeviceMem::alloc(gpu, cells * 8)?;
     // An odd number of passes starts from a copy that the histogram makes, so that the last
@@ -273,7 +275,7 @@ pub(crate) fn sort(
         for p in 0..portions {
             let first = p * portion;
             let n = portion.min(count - first);
-            let cell = (p as usize * passes as usize + pass as usize) * RADIX_BINS;
+            let cell = |p: u64| (p as usize * passes as usize + pass as usize) * RADIX_BINS;
             let values_in = if indices && pass == 0 {
                 0
             } else {
@@ -292,7 +294,12 @@ pub(crate) fn sort(
                     values_out: dst.1,
                     count: n,
                     index_base: first,
-                    bases: bases.ptr + cell as u64 * 8,
+                    bases: bases.ptr + cell(p) as u64 * 8,
+                    next_bases: if p + 1 < portions {
+                        bases.ptr + cell(p + 1) as u64 * 8
+                    } else {
+                        0
+                    },
                     shift: shift as i32,
                     bits: bits as i32,
                     flip,

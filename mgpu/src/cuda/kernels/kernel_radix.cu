@@ -210,8 +210,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 #endif
 
 #ifdef MGPU_WANT_mgpu_radix_offsets
-// Block `pass`: bases[p][pass][d] = the output position of portion p's first key of digit d in
-// that pass (the keys of smaller digits, and of digit d in earlier portions, go before it).
+// Block `pass`: bases[pass][d] = the output position of the first key of digit d in that pass,
+// from the counts of every portion (hist[p][pass][d]). Later portions' bases are written by the
+// pass before them (mgpu_radix_pass): a pass's portion p holds other keys than the input's.
 extern "C" __global__ void __launch_bounds__(MGPU_NT)
     mgpu_radix_offsets(const unsigned* hist, u64* bases, int portions, int passes) {
   __shared__ CtaScanStorageOf<u64> scan;
@@ -220,14 +221,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
   if (tid < RADIX_BINS)
     for (int p = 0; p < portions; ++p) total += hist[((u64)p * passes + pass) * RADIX_BINS + tid];
   u64 all;
-  u64 run = cta_scan_exclusive(total, Plus64(), 0ull, all, scan);
-  if (tid < RADIX_BINS) {
-    for (int p = 0; p < portions; ++p) {
-      u64 at = ((u64)p * passes + pass) * RADIX_BINS + tid;
-      bases[at] = run;
-      run += hist[at];
-    }
-  }
+  u64 start = cta_scan_exclusive(total, Plus64(), 0ull, all, scan);
+  if (tid < RADIX_BINS) bases[(u64)pass * RADIX_BINS + tid] = start;
 }
 #endif
 
@@ -242,14 +237,15 @@ struct PassStorage {
 };
 
 // One pass over the `count` keys of a portion (its first key is the input's `index_base`):
-// persistent CTAs take tiles in ticket order. Each tile publishes its count of every digit,
+// persistent CTAs take tiles in ticket order. `bases[d]`: where the portion's first key of digit
+// d goes; its last tile writes the next portion's (`next_bases`, unless it is the last). Each tile publishes its count of every digit,
 // thread d looks back over digit d's counts of the tiles before (thread_lookback), and the tile
 // scatters its keys, sorted by digit in shared memory, to bases[d] + that prefix + their place
 // among the tile's keys of digit d. `values_in` null with MGPU_VALUES 2: indices generated.
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_radix_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
-                    u64 index_base, const u64* bases, int shift, int bits, u64 flip, u64* tickets,
-                    u64 first_ticket, BinStatus status) {
+                    u64 index_base, const u64* bases, u64* next_bases, int shift, int bits,
+                    u64 flip, u64* tickets, u64 first_ticket, BinStatus status) {
   __shared__ PassStorage s;
   int tid = threadIdx.x;
   unsigned mask = (1u << bits) - 1;
@@ -269,10 +265,16 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       }
     }
     unsigned before = 0;
-    rank_tile(digit, position, s.rank, [&](unsigned c) {
+    unsigned count = rank_tile(digit, position, s.rank, [&](unsigned c) {
       before = thread_lookback(status.word_of(tid), tile, c, Plus32(), 0u);
     });
-    if (tid < RADIX_BINS) s.bin_out[tid] = bases[tid] + before - s.rank.bin_start[tid];
+    if (tid < RADIX_BINS) {
+      u64 base = bases[tid];
+      s.bin_out[tid] = base + before - s.rank.bin_start[tid];
+      // The portion's last tile knows its count of every digit: the next portion starts there.
+      if (next_bases && (u64)tile == num_tiles - 1)
+        next_bases[tid] = base + before + count;
+    }
     // Values are read once the keys are ranked: fewer registers live across the ranking.
     V value[MGPU_VT];
     if (MGPU_VALUES) load_values(values_in, base, index_base, n, value);
