@@ -243,11 +243,12 @@ const TABLE: &[Entry] = &[
     // Radix sort: a tile of NT x VT keys in shared memory (at most 65535, 16-bit counts), a
     // thread per digit bin (NT >= 256); CUB's sm_90 Onesweep policy is 384 x 20 for 4-byte keys.
     //   Picked without spills at OCC 2 (NVRTC 13.5), not yet swept.
-    e(Family::RadixKeys, 70, 2, 384, 20, 2),
+    e(Family::RadixKeys, 70, 2, 384, 12, 2),
     e(Family::RadixKeys, 70, 4, 384, 14, 2),
     e(Family::RadixKeys, 70, 8, 384, 9, 2),
     e(Family::RadixKeys, 70, 16, 256, 7, 2),
-    e(Family::RadixPairs, 70, 4, 384, 12, 2),
+    e(Family::RadixPairs, 70, 2, 384, 8, 2),
+    e(Family::RadixPairs, 70, 4, 384, 8, 2),
     e(Family::RadixPairs, 70, 8, 384, 8, 2),
     e(Family::RadixPairs, 70, 16, 384, 5, 2),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
