@@ -58,6 +58,34 @@ fn variants(a: &Args, ty: &str) -> Vec<Variant> {
     out
 }
 
+/// The median time of sorting `input`'s keys with `values` by `algorithm`, from `off` on (both
+/// restored before each timed run, into `keys` and a buffer like `values`).
+fn time_pairs<T: BenchElement, V: mgpu::Element>(
+    ctx: &Context,
+    a: &Args,
+    (keys, input): (&mut Buffer<T>, &Buffer<T>),
+    values: &Buffer<V>,
+    off: usize,
+    algorithm: SortAlgorithm,
+) -> Result<f64, String> {
+    let mut vals = ctx.zeros::<V>(values.len()).map_err(|e| e.to_string())?;
+    let comp = Comparator::<T>::less();
+    time_with_setup(
+        ctx,
+        a.reps,
+        &mut (keys, &mut vals),
+        |(k, v)| ctx.copy(input, k).and_then(|_| ctx.copy(values, v)),
+        |(k, v)| {
+            ctx.sort_pairs_with(
+                &mut k.slice_mut(off..),
+                &mut v.slice_mut(off..),
+                &comp,
+                algorithm,
+            )
+        },
+    )
+}
+
 /// Sort keys and pairs (the unsorted input is restored before each timed run), and merge.
 pub(crate) fn bench_sort_type<T: BenchElement>(
     ctx: &Context,
@@ -109,38 +137,24 @@ pub(crate) fn bench_sort_type<T: BenchElement>(
                 }
                 "sort-pairs" => {
                     let values = ctx.upload(&random::<T>(n + off)).map_err(err)?;
-                    let mut vals = ctx.zeros::<T>(n + off).map_err(err)?;
-                    time_with_setup(
+                    time_pairs(
                         ctx,
-                        a.reps,
-                        &mut (&mut keys, &mut vals),
-                        |(k, v)| ctx.copy(input, k).and_then(|_| ctx.copy(&values, v)),
-                        |(k, v)| {
-                            ctx.sort_pairs_with(
-                                &mut k.slice_mut(off..),
-                                &mut v.slice_mut(off..),
-                                &comp,
-                                SortAlgorithm::Merge,
-                            )
-                        },
+                        a,
+                        (&mut keys, input),
+                        &values,
+                        off,
+                        SortAlgorithm::Merge,
                     )?
                 }
                 "radix-pairs" => {
                     let values = ctx.upload(&random::<u32>(n + off)).map_err(err)?;
-                    let mut vals = ctx.zeros::<u32>(n + off).map_err(err)?;
-                    time_with_setup(
+                    time_pairs(
                         ctx,
-                        a.reps,
-                        &mut (&mut keys, &mut vals),
-                        |(k, v)| ctx.copy(input, k).and_then(|_| ctx.copy(&values, v)),
-                        |(k, v)| {
-                            ctx.sort_pairs_with(
-                                &mut k.slice_mut(off..),
-                                &mut v.slice_mut(off..),
-                                &comp,
-                                SortAlgorithm::Radix,
-                            )
-                        },
+                        a,
+                        (&mut keys, input),
+                        &values,
+                        off,
+                        SortAlgorithm::Radix,
                     )?
                 }
                 _ => {

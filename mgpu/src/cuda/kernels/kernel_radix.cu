@@ -345,6 +345,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i)
       if (striped(i) < count) key[i] = s.items.keys[striped(i)];
+    // The values' reorder, as mgpu_radix_pass's: there they go on to global memory, here back to
+    // registers for the next pass.
     if (MGPU_VALUES) {
       __syncthreads();
 #pragma unroll
