@@ -3,7 +3,8 @@
 //! Bad input is reported by variants a program can match: which call, which argument, which
 //! index, what is wrong ([`Error::LengthMismatch`], [`Error::InvalidOffset`],
 //! [`Error::SourceOutOfRange`], [`Error::IndexOutOfRange`], [`Error::RangeOutOfBounds`],
-//! [`Error::BackendMismatch`], [`Error::TooLarge`], [`Error::PlanMismatch`]). Their messages say
+//! [`Error::BackendMismatch`], [`Error::TooLarge`], [`Error::PlanMismatch`],
+//! [`Error::InvalidBitRange`], [`Error::NotRadixSortable`]). Their messages say
 //! what to do.
 //!
 //! ```
@@ -137,6 +138,32 @@ pub enum Error {
         made_for: &'static str,
         make_with: &'static str,
     },
+    /// A radix key's bit range is not within its width (1 to 64 bits).
+    #[error(
+        "{call}: the radix key {key:?} is {width} bits wide and orders by bits {begin}..{end}; \
+         the width must be 1 to 64 and the range begin <= end <= width"
+    )]
+    InvalidBitRange {
+        call: &'static str,
+        /// The radix key's name.
+        key: String,
+        width: u32,
+        begin: u32,
+        end: u32,
+    },
+    /// `SortAlgorithm::Radix` asked of keys or a comparator it cannot sort by.
+    #[error(
+        "{call}: SortAlgorithm::Radix sorts arithmetic keys (i8..u64, f32, f64) under \
+         Comparator::less or Comparator::greater, not {key_type} under {comparator:?}; use \
+         radix_sort with a RadixKey for other keys, or SortAlgorithm::Merge"
+    )]
+    NotRadixSortable {
+        call: &'static str,
+        /// The key type's CUDA name.
+        key_type: &'static str,
+        /// The comparator's name.
+        comparator: String,
+    },
     /// An argument or setting that fits none of the variants above (an invalid tuning or tuning
     /// file, an environment variable's value); the message says what is wrong.
     #[error("invalid argument: {0}")]
@@ -181,6 +208,8 @@ impl Error {
                 | Error::BackendMismatch { .. }
                 | Error::TooLarge { .. }
                 | Error::PlanMismatch { .. }
+                | Error::InvalidBitRange { .. }
+                | Error::NotRadixSortable { .. }
                 | Error::InvalidArgument(_)
         )
     }

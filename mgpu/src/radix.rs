@@ -31,7 +31,7 @@ pub enum SortAlgorithm {
     /// The merge sort: any key type, any comparator.
     Merge,
     /// The radix sort: arithmetic keys under the built-in `less` or `greater` only (an
-    /// [`Error::InvalidArgument`] otherwise; use a [`RadixKey`] for other keys).
+    /// [`Error::NotRadixSortable`] otherwise; use a [`RadixKey`] for other keys).
     Radix,
 }
 
@@ -219,11 +219,13 @@ impl<K: Element> RadixKey<K> {
     fn check(&self, call: &'static str) -> Result<()> {
         let Range { start, end } = self.bits;
         if self.width == 0 || self.width > 64 || start > end || end > self.width {
-            return Err(Error::InvalidArgument(format!(
-                "{call}: the radix key {:?} has {} bits and the bit range {start}..{end}; the \
-                 width must be 1 to 64 and the range within it (begin <= end <= width)",
-                self.name, self.width
-            )));
+            return Err(Error::InvalidBitRange {
+                call,
+                key: self.name.to_string(),
+                width: self.width,
+                begin: start,
+                end,
+            });
         }
         Ok(())
     }
@@ -286,15 +288,15 @@ pub(crate) fn choose<K: Element>(
         // The merge sort until the radix sort is the faster of the two (BENCHMARKS.md, "Radix
         // sort"): at 2^24 i32 keys it is not yet.
         SortAlgorithm::Auto => Ok(None),
-        SortAlgorithm::Radix => builtin_key(comparator).map(Some).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "{call}: SortAlgorithm::Radix needs arithmetic keys (i8..u64, f32, f64) under \
-                 Comparator::less or Comparator::greater, not {} under {:?}; use radix_sort \
-                 with a RadixKey for other keys, or SortAlgorithm::Merge",
-                K::CUDA_TYPE,
-                comparator.name()
-            ))
-        }),
+        SortAlgorithm::Radix => {
+            builtin_key(comparator)
+                .map(Some)
+                .ok_or_else(|| Error::NotRadixSortable {
+                    call,
+                    key_type: K::CUDA_TYPE,
+                    comparator: comparator.name().to_string(),
+                })
+        }
     }
 }
 

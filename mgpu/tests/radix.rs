@@ -819,6 +819,19 @@ fn radix_sort_rejects_bad_arguments_and_writes_nothing() {
             .radix_sort(&mut k64, &RadixKey::descending().bit_range(1..65))
             .unwrap_err();
         expect_invalid(err, &["1..65"], "u64 1..65");
+        let err = ctx.radix_sort(&mut k8, &RadixKey::ascending().bit_range(4..9));
+        assert!(
+            matches!(
+                err,
+                Err(mgpu::Error::InvalidBitRange {
+                    width: 8,
+                    begin: 4,
+                    end: 9,
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
         assert_eq!(k8.to_vec().unwrap(), vec![3, 1, 2]);
         assert_eq!(k64.to_vec().unwrap(), vec![3, 1, 2]);
 
@@ -832,6 +845,16 @@ fn radix_sort_rejects_bad_arguments_and_writes_nothing() {
         let needles = ["SortAlgorithm::Radix", "by_low_byte"];
         let what = format!("{ctx:?} Radix with a custom comparator");
         let err = ctx.sort_with(&mut k, &custom, radix).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                mgpu::Error::NotRadixSortable {
+                    key_type: "unsigned int",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
         expect_invalid(err, &needles, &what);
         let err = ctx.sort_pairs_with(&mut k, &mut v, &custom, radix);
         expect_invalid(err.unwrap_err(), &needles, &what);
