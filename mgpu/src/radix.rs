@@ -300,6 +300,26 @@ pub(crate) fn choose<K: Element>(
     }
 }
 
+/// `indices` must be as long as the keys, of which there are at most 2^32.
+pub(crate) fn check_indices(call: &'static str, keys: usize, indices: usize) -> Result<()> {
+    if keys != indices {
+        return Err(length_mismatch(
+            Equal, call, "indices", indices, keys, "keys",
+        ));
+    }
+    if keys as u64 > u32::MAX as u64 + 1 {
+        return Err(Error::TooLarge {
+            call,
+            what: "keys",
+            len: keys as u64,
+            limited_by: "32-bit indices",
+            limit: u32::MAX as u64 + 1,
+            hint: "use sort_pairs with u64 values",
+        });
+    }
+    Ok(())
+}
+
 fn radix_tuning(ctx: &Context, mode: SortValues, key: usize, value: usize) -> Result<Tuning> {
     let (family, size) = gpu_radix::tuning_family(mode, key, value);
     tuning::resolve(family, ctx.arch(), size, None)
@@ -380,7 +400,7 @@ impl Context {
         key.check("radix_sort_indices")?;
         let mut keys = output(self, keys, "the keys")?;
         let mut indices = output(self, indices, "the indices")?;
-        crate::sort::check_indices("radix_sort_indices", keys.len(), indices.len())?;
+        check_indices("radix_sort_indices", keys.len(), indices.len())?;
         self.radix_run(&mut keys, Some(&mut indices), key, SortValues::Indices)
     }
 
@@ -427,7 +447,8 @@ impl Context {
                     }
                     None => 0,
                 };
-                let spec = RadixSpec::new::<K, V>(key, mode, &t);
+                let (wide, order) = key.spec_parts();
+                let spec = RadixSpec::new::<K, V>(wide, order, mode, &t);
                 let order = gpu_radix::Order {
                     bits: key.bits.clone(),
                     descending: key.descending,

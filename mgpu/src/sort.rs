@@ -5,8 +5,8 @@ use crate::buffer::{input, length_mismatch, output, View, ViewMut};
 use crate::context::Backend;
 use crate::cuda::{self, sort::SortValues, Gpu};
 use crate::error::LengthRule::{AtLeast, Equal};
-use crate::error::{Error, Result};
-use crate::radix::{self, SortAlgorithm};
+use crate::error::Result;
+use crate::radix::{self, check_indices, SortAlgorithm};
 use crate::tuning::{self, Tuning};
 use crate::{cpu, Comparator, Context, Element, Slice, SliceMut};
 use std::sync::Arc;
@@ -29,26 +29,6 @@ fn dev<'a, T: Element>(v: &View<'a, T>) -> (&'a Arc<Gpu>, u64) {
 
 fn dev_mut<'a, T: Element>(v: &ViewMut<'a, T>) -> (&'a Arc<Gpu>, u64) {
     v.at.device().expect("validated: a device view")
-}
-
-/// `indices` must be as long as the keys, of which there are at most 2^32.
-pub(crate) fn check_indices(call: &'static str, keys: usize, indices: usize) -> Result<()> {
-    if keys != indices {
-        return Err(length_mismatch(
-            Equal, call, "indices", indices, keys, "keys",
-        ));
-    }
-    if keys as u64 > u32::MAX as u64 + 1 {
-        return Err(Error::TooLarge {
-            call,
-            what: "keys",
-            len: keys as u64,
-            limited_by: "32-bit indices",
-            limit: u32::MAX as u64 + 1,
-            hint: "use sort_pairs with u64 values",
-        });
-    }
-    Ok(())
 }
 
 impl Context {

@@ -10,7 +10,6 @@ use super::memory::DeviceMem;
 use super::sort::SortValues;
 use super::Gpu;
 use crate::error::Result;
-use crate::radix::RadixKey;
 use crate::tuning::{Family, Tuning};
 use crate::{Arithmetic, Element};
 use cudarc::driver::sys::CUdeviceptr;
@@ -43,9 +42,14 @@ pub struct RadixSpec {
 }
 
 impl RadixSpec {
-    /// Keys `K` with values `V`, ordered by `key`.
-    pub fn new<K: Element, V: Element>(key: &RadixKey<K>, mode: SortValues, t: &Tuning) -> Self {
-        let (wide, order) = key.spec_parts();
+    /// Keys `K` with values `V`, ordered by `order` (an unsigned number over `x`, 64-bit where
+    /// `wide`).
+    pub fn new<K: Element, V: Element>(
+        wide: bool,
+        order: Expr,
+        mode: SortValues,
+        t: &Tuning,
+    ) -> Self {
         RadixSpec {
             keys: ElementDesc::of::<K>(),
             values: ElementDesc::of::<V>(),
@@ -123,14 +127,15 @@ pub fn tuning_family(mode: SortValues, key_size: usize, value_size: usize) -> (F
 /// Keys `K` ascending: keys only, pairs of `K`s, and indices.
 fn radix_instances<K: Arithmetic>(table: TableTuning<'_>, out: &mut Vec<Instance>) -> Result<()> {
     let k = std::mem::size_of::<K>();
-    let key = RadixKey::<K>::ascending();
+    // RadixKey::ascending's number: the built-in order of an arithmetic key.
+    let (wide, order) = (k > 4, Expr::new("radix_order(x)", ""));
     for mode in [SortValues::None, SortValues::Pairs, SortValues::Indices] {
         let spec = if mode == SortValues::Indices {
             let (family, size) = tuning_family(mode, k, 4);
-            RadixSpec::new::<K, u32>(&key, mode, &table(family, size)?)
+            RadixSpec::new::<K, u32>(wide, order.clone(), mode, &table(family, size)?)
         } else {
             let (family, size) = tuning_family(mode, k, k);
-            RadixSpec::new::<K, K>(&key, mode, &table(family, size)?)
+            RadixSpec::new::<K, K>(wide, order.clone(), mode, &table(family, size)?)
         };
         let (family, _) = tuning_family(mode, k, 0);
         out.push(
