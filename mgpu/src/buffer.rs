@@ -6,7 +6,6 @@ use crate::context::{Backend, Context};
 use crate::cuda::memory::DeviceMem;
 use crate::cuda::Gpu;
 use crate::error::{invalid, mismatch, Error, LengthRule, Residence, Result};
-use crate::source::{Map, Mapped};
 use crate::Element;
 use std::marker::PhantomData;
 use std::ops::{Bound, Range, RangeBounds};
@@ -339,23 +338,6 @@ macro_rules! common_methods {
             Ok(out)
         }
 
-        /// The elements read through `map` as they are loaded, by reduce, scan or copy (no
-        /// intermediate buffer).
-        ///
-        /// ```
-        /// use mgpu::{Context, Map, Op};
-        /// let ctx = Context::cpu();
-        /// let x = ctx.upload(&[3i64, -4])?;
-        /// assert_eq!(ctx.reduce(&x.map(&Map::square()), &Op::plus())?, 25);
-        /// # Ok::<(), mgpu::Error>(())
-        /// ```
-        pub fn map<'s, O: Element>(&'s self, map: &'s Map<T, O>) -> Mapped<'s, T, O> {
-            Mapped {
-                input: self.view(),
-                map,
-            }
-        }
-
         /// A read-only view of `range` (as `&v[range]`, zero-copy).
         ///
         /// # Panics
@@ -448,6 +430,87 @@ impl<'a, T: Element> ViewMut<'a, T> {
         match &mut self.at {
             AtMut::Host(s) => Some(s),
             AtMut::Device { .. } => None,
+        }
+    }
+}
+
+/// Making buffers on a context.
+impl Context {
+    /// A buffer holding a copy of `data`.
+    pub fn upload<T: Element>(&self, data: &[T]) -> Result<Buffer<T>> {
+        match &self.backend {
+            Backend::Cpu => Ok(Buffer {
+                storage: Storage::Host(data.to_vec()),
+            }),
+            Backend::Cuda(g) => {
+                let mem = DeviceMem::alloc(g, std::mem::size_of_val(data))?;
+                mem.upload(0, data)?;
+                Ok(Buffer {
+                    storage: Storage::Device {
+                        mem,
+                        len: data.len(),
+                        _t: PhantomData,
+                    },
+                })
+            }
+        }
+    }
+
+    /// A buffer of `len` zero-bit elements.
+    pub fn zeros<T: Element>(&self, len: usize) -> Result<Buffer<T>> {
+        match &self.backend {
+            Backend::Cpu => Ok(Buffer {
+                storage: Storage::Host(vec![T::zeroed(); len]),
+            }),
+            Backend::Cuda(g) => {
+                let bytes = len
+                    .checked_mul(std::mem::size_of::<T>())
+                    .ok_or(Error::TooLarge {
+                        call: "zeros",
+                        what: "elements",
+                        len: len as u64,
+                        limited_by: "a buffer's size in bytes (usize)",
+                        limit: (usize::MAX / std::mem::size_of::<T>().max(1)) as u64,
+                        hint: "allocate fewer elements",
+                    })?;
+                let mem = DeviceMem::zeroed(g, bytes)?;
+                Ok(Buffer {
+                    storage: Storage::Device {
+                        mem,
+                        len,
+                        _t: PhantomData,
+                    },
+                })
+            }
+        }
+    }
+
+    /// Wraps a cudarc slice as a buffer without copying. The slice must belong to this context's
+    /// device.
+    pub fn from_cuda_slice<T: Element + cudarc::driver::DeviceRepr>(
+        &self,
+        slice: cudarc::driver::CudaSlice<T>,
+    ) -> Result<Buffer<T>> {
+        match &self.backend {
+            Backend::Cpu => Err(mismatch("the CudaSlice", Residence::Gpu, Residence::Cpu)),
+            Backend::Cuda(g) => {
+                if slice.context().cu_ctx() != g.ctx.cu_ctx() {
+                    return Err(mismatch(
+                        "the CudaSlice",
+                        Residence::OtherGpuContext,
+                        Residence::Gpu,
+                    ));
+                }
+                let len = slice.len();
+                let mem = DeviceMem::from_cuda_slice(g, slice);
+                Ok(Buffer {
+                    storage: Storage::Device {
+                        mem,
+                        len,
+                        _t: PhantomData,
+                    },
+                })
+            }
         }
     }
 }

@@ -1,12 +1,9 @@
-//! The context: which backend runs the primitives, and the buffers that live on it.
+//! The context: which backend runs the primitives (the buffers that live on it are made in
+//! `buffer.rs`).
 
-use crate::buffer::{Buffer, Storage};
-use crate::cuda::memory::DeviceMem;
 use crate::cuda::{driver, Gpu};
 use crate::error::{invalid, mismatch, Error, Residence, Result};
-use crate::Element;
 use cudarc::driver::{CudaEvent, CudaStream};
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// Where primitives run: an NVIDIA GPU (through CUDA) or the CPU (through rayon).
@@ -334,84 +331,6 @@ impl Context {
         match &self.backend {
             Backend::Cpu => Ok(()),
             Backend::Cuda(g) => g.synchronize(),
-        }
-    }
-
-    /// A buffer holding a copy of `data`.
-    pub fn upload<T: Element>(&self, data: &[T]) -> Result<Buffer<T>> {
-        match &self.backend {
-            Backend::Cpu => Ok(Buffer {
-                storage: Storage::Host(data.to_vec()),
-            }),
-            Backend::Cuda(g) => {
-                let mem = DeviceMem::alloc(g, std::mem::size_of_val(data))?;
-                mem.upload(0, data)?;
-                Ok(Buffer {
-                    storage: Storage::Device {
-                        mem,
-                        len: data.len(),
-                        _t: PhantomData,
-                    },
-                })
-            }
-        }
-    }
-
-    /// A buffer of `len` zero-bit elements.
-    pub fn zeros<T: Element>(&self, len: usize) -> Result<Buffer<T>> {
-        match &self.backend {
-            Backend::Cpu => Ok(Buffer {
-                storage: Storage::Host(vec![T::zeroed(); len]),
-            }),
-            Backend::Cuda(g) => {
-                let bytes = len
-                    .checked_mul(std::mem::size_of::<T>())
-                    .ok_or(Error::TooLarge {
-                        call: "zeros",
-                        what: "elements",
-                        len: len as u64,
-                        limited_by: "a buffer's size in bytes (usize)",
-                        limit: (usize::MAX / std::mem::size_of::<T>().max(1)) as u64,
-                        hint: "allocate fewer elements",
-                    })?;
-                let mem = DeviceMem::zeroed(g, bytes)?;
-                Ok(Buffer {
-                    storage: Storage::Device {
-                        mem,
-                        len,
-                        _t: PhantomData,
-                    },
-                })
-            }
-        }
-    }
-
-    /// Wraps a cudarc slice as a buffer without copying. The slice must belong to this context's
-    /// device.
-    pub fn from_cuda_slice<T: Element + cudarc::driver::DeviceRepr>(
-        &self,
-        slice: cudarc::driver::CudaSlice<T>,
-    ) -> Result<Buffer<T>> {
-        match &self.backend {
-            Backend::Cpu => Err(mismatch("the CudaSlice", Residence::Gpu, Residence::Cpu)),
-            Backend::Cuda(g) => {
-                if slice.context().cu_ctx() != g.ctx.cu_ctx() {
-                    return Err(mismatch(
-                        "the CudaSlice",
-                        Residence::OtherGpuContext,
-                        Residence::Gpu,
-                    ));
-                }
-                let len = slice.len();
-                let mem = DeviceMem::from_cuda_slice(g, slice);
-                Ok(Buffer {
-                    storage: Storage::Device {
-                        mem,
-                        len,
-                        _t: PhantomData,
-                    },
-                })
-            }
         }
     }
 

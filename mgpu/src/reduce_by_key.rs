@@ -6,12 +6,14 @@
 //! [`ReduceByKeyPlan`] keeps for many value arrays.
 
 use crate::buffer::{output, View, ViewMut};
-use crate::compact::core::{check_runs, Place};
+use crate::compact::core::check_runs;
+use crate::compact::job::Place;
 use crate::compact::Count;
 use crate::context::Context;
 use crate::cuda::segreduce::SegItems;
 use crate::error::{Error, Result};
-use crate::segreduce::{seg_tuning, Planned, Prepared, Segments};
+use crate::segreduce::args::{Prepared, Segments};
+use crate::segreduce::{seg_tuning, Planned};
 use crate::source::Source;
 use crate::tuning::Tuning;
 use crate::{Element, Equality, Offset, Op, Slice, SliceMut};

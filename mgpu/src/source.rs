@@ -2,7 +2,7 @@
 //! loaded ([`Mapped`], Thrust's transform_iterator), or a counting sequence ([`Counting`], Thrust's
 //! counting_iterator). None of them materializes anything.
 
-use crate::buffer::{At, Slice, View};
+use crate::buffer::{At, Buffer, Slice, View, ViewMut};
 use crate::context::{Backend, Context};
 use crate::cuda::jit::Load;
 use crate::cuda::Gpu;
@@ -295,4 +295,38 @@ impl<'a, T: Element> SourceParts<'a, T> {
             _ => None,
         }
     }
+}
+
+/// `map` on every kind of slice, written once.
+macro_rules! map_method {
+    () => {
+        /// The elements read through `map` as they are loaded, by reduce, scan or copy (no
+        /// intermediate buffer).
+        ///
+        /// ```
+        /// use mgpu::{Context, Map, Op};
+        /// let ctx = Context::cpu();
+        /// let x = ctx.upload(&[3i64, -4])?;
+        /// assert_eq!(ctx.reduce(&x.map(&Map::square()), &Op::plus())?, 25);
+        /// # Ok::<(), mgpu::Error>(())
+        /// ```
+        pub fn map<'s, O: Element>(&'s self, map: &'s Map<T, O>) -> Mapped<'s, T, O> {
+            Mapped {
+                input: self.view(),
+                map,
+            }
+        }
+    };
+}
+
+impl<T: Element> Buffer<T> {
+    map_method!();
+}
+
+impl<T: Element> View<'_, T> {
+    map_method!();
+}
+
+impl<T: Element> ViewMut<'_, T> {
+    map_method!();
 }

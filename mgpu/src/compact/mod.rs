@@ -7,9 +7,10 @@
 //! waits for the GPU), written to device memory (it does not), both, or nowhere.
 //!
 //! The front-ends (`select`, `partition`, `unique`, `runs`) describe a job for the shared
-//! machinery (`core`); reduce-by-key has a module of its own ([`crate::reduce_by_key`]).
+//! machinery (`job`: the arguments; `core`: the dispatch); reduce-by-key has a module of its own ([`crate::reduce_by_key`]).
 
 pub(crate) mod core;
+pub(crate) mod job;
 mod partition;
 mod runs;
 mod select;

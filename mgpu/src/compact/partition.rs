@@ -1,7 +1,8 @@
 //! Partition: the items a predicate accepts first, the others after them (reversed, as CUB's
 //! `DevicePartition::If`) or into an output of their own, in input order.
 
-use super::core::{output_of, Job, Place};
+use super::core::output_of;
+use super::job::{Job, Place};
 use super::Count;
 use crate::context::Context;
 use crate::cuda::compact::{KeyTest, Rejected};

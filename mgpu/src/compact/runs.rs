@@ -1,7 +1,8 @@
 //! Runs: run-length encoding (each run's first item and length, on the runs kernel of
 //! reduce-by-key) and the non-trivial runs (the offset and length of each run of two or more).
 
-use super::core::{output_of, Place};
+use super::core::output_of;
+use super::job::Place;
 use super::Count;
 use crate::buffer::length_mismatch;
 use crate::context::{Backend, Context};

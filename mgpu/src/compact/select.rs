@@ -1,7 +1,8 @@
 //! Selection: the items a predicate accepts (`select_if`), or whose flag is non-zero
 //! (`select_flagged`), to the front of the output in order.
 
-use super::core::{output_of, Job, Place};
+use super::core::output_of;
+use super::job::{Job, Place};
 use super::Count;
 use crate::context::Context;
 use crate::cuda::compact::KeyTest;

@@ -1,7 +1,8 @@
 //! Unique: the first item of each run of consecutive items equal under an [`Equality`], alone or
 //! with a value per key.
 
-use super::core::{output_of, Job, Place};
+use super::core::output_of;
+use super::job::{Job, Place};
 use super::Count;
 use crate::context::Context;
 use crate::cuda::compact::KeyTest;

@@ -11,12 +11,14 @@ use super::segreduce::SegItems;
 use super::segreduce::{self as device, Checks, Geometry, Items};
 use super::Gpu;
 use crate::buffer::{View, ViewMut};
-use crate::compact::core::{Job, Place};
+use crate::compact::job::{Job, Place};
 use crate::error::Result;
 use crate::reduce::TotalTo;
-use crate::segreduce::validate::{column_error, offset_error, source_error, Bounds};
-use crate::segreduce::{ItemSource, Offset, Prepared, Segments};
+use crate::segreduce::args::{
+    column_error, offset_error, source_error, Bounds, ItemSource, Prepared, Segments,
+};
 use crate::tuning::Tuning;
+use crate::Offset;
 use crate::{Arithmetic, Element, Equality, Op};
 use std::sync::Arc;
 

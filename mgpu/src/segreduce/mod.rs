@@ -26,6 +26,7 @@
 //! fold from the segment's first item exactly when the identity is exact: `op(identity, x) == x`
 //! bit for bit. Float `plus` with identity 0.0 is not, for -0.0 (0.0 + -0.0 = 0.0): a segment
 
+pub(crate) mod args;
 mod plan;
 mod spmv;
 pub(crate) mod validate;
@@ -35,78 +36,16 @@ pub use crate::reduce_by_key::ReduceByKeyPlan;
 pub use plan::SegPlan;
 pub use spmv::SpmvPlan;
 
-pub(crate) use plan::{check_plan_context, Planned, Prepared};
+pub(crate) use plan::{check_plan_context, Planned};
 
 use crate::buffer::{input, output, View, ViewMut};
 use crate::context::{Backend, Context};
-use crate::cpu::segreduce::HostItems;
 use crate::cuda::segreduce::SegItems;
 use crate::error::{Error, LengthRule, Result};
-use crate::source::{Source, SourceParts};
+use crate::source::Source;
 use crate::tuning::{self, Tuning};
 use crate::{Element, Op, Slice, SliceMut};
-
-/// What is reduced per position.
-pub(crate) enum ItemSource<'a, T: Element> {
-    /// The values (direct or indirect).
-    Values(SourceParts<'a, T>),
-    /// SpMV: `x[cols[m]]`, or `mul(matrix[m], x[cols[m]])`.
-    Spmv {
-        matrix: Option<View<'a, T>>,
-        cols: View<'a, u32>,
-        x: View<'a, T>,
-        mul: Option<&'a Op<T>>,
-    },
-}
-
-impl<'a, T: Element> ItemSource<'a, T> {
-    pub(crate) fn kind(&self) -> SegItems {
-        match self {
-            ItemSource::Values(_) => SegItems::Values,
-            ItemSource::Spmv { matrix: None, .. } => SegItems::SpmvUnary,
-            ItemSource::Spmv { .. } => SegItems::SpmvBinary,
-        }
-    }
-    /// The length of what positions (or sources) index: the values, or the columns.
-    pub(crate) fn data_len(&self) -> usize {
-        match self {
-            ItemSource::Values(v) => v.len,
-            ItemSource::Spmv { cols, .. } => cols.len(),
-        }
-    }
-    /// SpMV's column indices and the vector's length.
-    pub(crate) fn columns(&self) -> (Option<View<'a, u32>>, usize) {
-        match self {
-            ItemSource::Spmv { cols, x, .. } => (Some(*cols), x.len()),
-            ItemSource::Values(_) => (None, 0),
-        }
-    }
-    /// The items on the CPU backend.
-    fn host(&self) -> HostItems<'_, T> {
-        match self {
-            ItemSource::Values(v) => HostItems::Values(v.host(), v.len),
-            ItemSource::Spmv {
-                matrix,
-                cols,
-                x,
-                mul,
-            } => HostItems::Spmv {
-                matrix: matrix.as_ref().zip(*mul).map(|(m, mul)| (host(m), mul)),
-                cols: host(cols),
-                x: host(x),
-            },
-        }
-    }
-}
-
-/// A CSR geometry as given: offsets, optional sources, and the number of positions.
-pub(crate) struct Segments<'a, O: Offset> {
-    pub offsets: View<'a, O>,
-    pub sources: Option<View<'a, O>>,
-    pub count: usize,
-    /// Segments may be empty: validation allows them, and once it has passed, some segment is.
-    pub support_empty: bool,
-}
+use args::{host, ItemSource, Prepared, Segments};
 
 /// CSR segment offsets, and whether their segments may be empty: what the segmented reductions,
 /// SpMV and their plans take. Segment `i` starts at `offsets[i]` and ends where the next one
@@ -165,10 +104,6 @@ impl<'a, O: Offset> Csr<'a, O> {
         crate::buffer::check_place(ctx, &self.view.at, "the offsets")?;
         Ok(self.view)
     }
-}
-
-pub(crate) fn host<'a, X: Element>(v: &View<'a, X>) -> &'a [X] {
-    v.at.host().expect("checked to be on the CPU")
 }
 
 /// The table's tuning of a segmented reduction of `T`s with offsets `O` on the context's
@@ -232,7 +167,7 @@ impl Context {
         if plan.is_none() && !deferred {
             let (cols, x_len) = items.columns();
             let (data_len, cols) = (items.data_len(), cols.as_ref());
-            let bounds = validate::Bounds {
+            let bounds = args::Bounds {
                 data_len,
                 cols,
                 x_len,

@@ -1,28 +1,16 @@
 //! Preprocessed segmented reduction: a geometry checked and partitioned once ([`SegPlan`]), then
 //! applied to many value arrays.
 
-use super::{seg_tuning, Csr, ItemSource, Offset, Segments};
+use super::args::{ItemSource, Prepared, Segments};
+use super::{seg_tuning, Csr, Offset};
 use crate::buffer::{output, View};
 use crate::context::{Backend, Context};
-use crate::cuda::memory::DeviceMem;
 use crate::cuda::segreduce::SegItems;
 use crate::error::{Error, LengthRule, Result};
 use crate::source::Source;
 use crate::tuning::Tuning;
 use crate::{Element, Op, SliceMut};
 use std::marker::PhantomData;
-
-/// What a plan keeps on the GPU (nothing on the CPU or without positions): the tile limits and,
-/// where no segment is empty, the packed heads (the seed's thread codes), which an apply copies
-/// with its items instead of reading the offsets and setting the heads from them; and whether a
-/// segment starts in every tile but the last, when an apply completes the segments that cross
-/// tiles from each tile's neighbour instead of a spine's scan.
-#[derive(Default)]
-pub(crate) struct Prepared {
-    pub limits: Option<DeviceMem>,
-    pub codes: Option<DeviceMem>,
-    pub heads_everywhere: bool,
-}
 
 /// A segment geometry checked and partitioned once, for reducing many value arrays of `T` (and
 /// operators) with [`Context::segreduce_apply`]: Modern GPU's SegReduceCsrPreprocess. It borrows
@@ -120,7 +108,7 @@ impl Context {
             None => (None, 0),
         };
         let mut segs = segs;
-        let bounds = super::validate::Bounds {
+        let bounds = super::args::Bounds {
             data_len: count,
             cols,
             x_len,

@@ -1,7 +1,8 @@
 //! Sparse matrix * vector over CSR rows (Modern GPU's SpmvCsr and its preprocess / apply forms):
 //! a segmented reduction whose items are products gathered from the vector.
 
-use super::{check_plan_context, Csr, ItemSource, Offset, SegPlan, Segments};
+use super::args::{ItemSource, Segments};
+use super::{check_plan_context, Csr, Offset, SegPlan};
 use crate::buffer::{input, output, View};
 use crate::context::Context;
 use crate::cuda::segreduce::SegItems;

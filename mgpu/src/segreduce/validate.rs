@@ -1,9 +1,9 @@
 //! Validation of a segment geometry (offsets, sources, columns) before anything is written: on
 //! the CPU in index order, on the GPU one kernel (`cuda::marshal::validate`) that finds the same
-//! first bad index; and the errors that name it.
+//! first bad index.
 
-use super::{host, Offset, Segments};
-use crate::buffer::View;
+use super::args::{column_error, host, offset_error, source_error, Bounds, Segments};
+use super::Offset;
 use crate::context::{Backend, Context};
 use crate::cpu::segreduce as reference;
 use crate::error::{Error, OffsetProblem, Result};
@@ -37,71 +37,6 @@ pub(crate) fn no_segments(name: &'static str, count: usize) -> Error {
         count: count as u64,
         problem: OffsetProblem::Missing,
     }
-}
-
-/// What is wrong with `offsets[i]`, given it and the offset before it.
-pub(crate) fn offset_error(
-    name: &'static str,
-    i: usize,
-    previous: Option<u64>,
-    value: u64,
-    count: u64,
-    strict: bool,
-) -> Error {
-    let problem = match previous {
-        None if value != 0 => OffsetProblem::FirstNotZero,
-        Some(p) if value < p => OffsetProblem::Decreasing,
-        Some(p) if strict && value == p => OffsetProblem::EmptySegment,
-        _ if value > count => OffsetProblem::PastEnd,
-        _ => OffsetProblem::EmptyAtEnd,
-    };
-    Error::InvalidOffset {
-        call: name,
-        index: i as u64,
-        value,
-        previous,
-        count,
-        problem,
-    }
-}
-
-/// Segment `i` reads past the end of its data: the values, or SpMV's nonzeros.
-pub(crate) fn source_error(
-    name: &'static str,
-    i: usize,
-    source: u64,
-    length: u64,
-    data_len: usize,
-    spmv: bool,
-) -> Error {
-    Error::SourceOutOfRange {
-        call: name,
-        index: i as u64,
-        start: source,
-        length,
-        data: if spmv { "nonzeros" } else { "values" },
-        bound: data_len as u64,
-    }
-}
-
-pub(crate) fn column_error(name: &'static str, i: usize, col: u32, x_len: usize) -> Error {
-    Error::IndexOutOfRange {
-        call: name,
-        argument: "cols",
-        index: i as u64,
-        value: col as u64,
-        what: "the vector",
-        bound: x_len as u64,
-    }
-}
-
-/// What a validation checks besides the offsets: `data_len`, what sources index (the values, or
-/// the nonzeros); `cols`, column indices to check against a vector of `x_len`.
-#[derive(Clone, Copy)]
-pub(crate) struct Bounds<'a> {
-    pub data_len: usize,
-    pub cols: Option<&'a View<'a, u32>>,
-    pub x_len: usize,
 }
 
 impl Context {
