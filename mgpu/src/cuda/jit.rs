@@ -43,7 +43,7 @@ pub mod headers {
     pub const INTRINSICS: &str = header!(intrinsics);
     /// `Input` and tile <-> shared memory movement.
     pub const LOADSTORE: &str = header!(loadstore);
-    /// Ordered warp / CTA reduce.
+    /// The ordered warp scan, and CTA reduce.
     pub const CTA_REDUCE: &str = header!(cta_reduce);
     /// Merge path search, serial merge, odd-even transposition sort.
     pub const CTA_MERGE: &str = header!(cta_merge);

@@ -1,15 +1,16 @@
-// cta_reduce.cuh: warp and CTA reductions. Both keep the operands in order (lane i's value is
-// combined before lane i+1's), so they are correct for non-commutative operators too.
+// cta_reduce.cuh: the ordered warp combine, and CTA reductions. Operands keep their order (lane
+// i's value is combined before lane i+1's), so they are correct for non-commutative operators too.
 
-// Ordered reduction of one value per lane; the result is valid in lane 0. Any value type and
-// operator (the look-back reduces what tiles publish with it).
+// Inclusive scan across the warp: lane i gets lanes 0..=i combined, so the last lane holds the
+// warp's reduction. The one warp combine: warp reductions (CTA reduce, the look-back's window)
+// read its last lane, the CTA scan every lane; a reduction's shuffles cost as many as this.
 template <typename V, typename F>
-__device__ __forceinline__ V warp_reduce(V x, F op) {
+__device__ __forceinline__ V warp_scan_inclusive(V x, F op) {
   int lane = threadIdx.x & (MGPU_WARP - 1);
 #pragma unroll
   for (int offset = 1; offset < MGPU_WARP; offset *= 2) {
-    V y = shfl_down(x, offset);
-    if (lane + offset < MGPU_WARP) x = op(x, y);
+    V y = shfl_up(x, offset);
+    if (lane >= offset) x = op(y, x);
   }
   return x;
 }
@@ -23,8 +24,8 @@ struct CtaReduceStorageOf {
 template <typename V, typename F>
 __device__ __forceinline__ V cta_reduce(V x, F op, CtaReduceStorageOf<V>& storage) {
   int tid = threadIdx.x, lane = tid & (MGPU_WARP - 1), warp = tid / MGPU_WARP;
-  x = warp_reduce(x, op);
-  if (lane == 0) storage.warp_totals[warp] = x;
+  x = warp_scan_inclusive(x, op);
+  if (lane == MGPU_WARP - 1) storage.warp_totals[warp] = x;
   __syncthreads();
   V total = storage.warp_totals[0];
 #pragma unroll

@@ -1,18 +1,7 @@
-// cta_scan.cuh: warp and CTA scans of one value per thread (ordered: non-commutative safe), for
+// cta_scan.cuh: CTA scans of one value per thread (ordered: non-commutative safe), for
 // any value type and operator: the scan's elements, a compaction's counts, (count, value) pairs.
 
-// Inclusive scan across the warp. warp_reduce's loop mirrored (shfl_up, the earlier lane's value
-// first): one template for both directions would hide which each takes.
-template <typename V, typename F>
-__device__ __forceinline__ V warp_scan_inclusive(V x, F op) {
-  int lane = threadIdx.x & (MGPU_WARP - 1);
-#pragma unroll
-  for (int offset = 1; offset < MGPU_WARP; offset *= 2) {
-    V y = shfl_up(x, offset);
-    if (lane >= offset) x = op(y, x);
-  }
-  return x;
-}
+// Builds on cta_reduce.cuh's warp_scan_inclusive.
 
 template <typename V>
 struct CtaScanStorageOf {

@@ -64,15 +64,13 @@ __device__ __forceinline__ void load_relaxed_b128(const u64* p, u64& lo, u64& hi
       "{\n .reg .b128 t;\n ld.relaxed.gpu.global.b128 t, [%2];\n mov.b128 {%0, %1}, t;\n}"
       : "=l"(lo), "=l"(hi) : "l"(p) : "memory");
 }
-// Written out like the u64 pair above: only the PTX (order, width) differs, which a shared
-// wrapper would hide.
+// The tag of a value too wide to pack (published beside it) through the compiler's builtins, which
+// address generically; the packed words above, read in the look-back's spin, keep `.global`.
 __device__ __forceinline__ void store_release_u32(unsigned* p, unsigned v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+  __nv_atomic_store_n(p, v, __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE);
 }
-__device__ __forceinline__ unsigned load_acquire_u32(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
+__device__ __forceinline__ unsigned load_acquire_u32(unsigned* p) {
+  return __nv_atomic_load_n(p, __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE);
 }
 
 // An element read through L2 (bypassing a possibly stale L1 line), a word at a time.

@@ -113,8 +113,8 @@ struct RankStorage {
 
 // Ranks the tile (every warp its keys, striped as in warp_rank) and returns, in thread b <
 // RADIX_BINS, the tile's count of digit b; `position[i]` becomes key i's place in the tile
-// sorted by digit. `publish(count)` runs in thread b with its count between the two: the pass's
-// look-back. Ends on a barrier.
+// sorted by digit. `publish(count)` runs in thread b as soon as its count is known: the pass
+// publishes it for later tiles' look-backs. Ends on a barrier.
 template <typename Publish>
 __device__ __forceinline__ unsigned rank_tile(const unsigned (&digit)[MGPU_VT],
                                               unsigned (&position)[MGPU_VT], RankStorage& s,
@@ -147,6 +147,16 @@ union TileItems {
   K keys[MGPU_NV];
   V values[MGPU_VALUES ? MGPU_NV : 1];
 };
+
+// The ranked items (keys or values) to their places in the tile sorted by digit, in shared memory.
+template <typename X>
+__device__ __forceinline__ void place_ranked(X* tile, const X (&x)[MGPU_VT],
+                                             const unsigned (&digit)[MGPU_VT],
+                                             const unsigned (&position)[MGPU_VT]) {
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i)
+    if (digit[i] < RADIX_BINS) tile[position[i]] = x[i];
+}
 
 // The values of a tile at `base` (n items): read, or generated (indices: the input position).
 __device__ __forceinline__ void load_values(const V* values_in, u64 base, u64 index_base, int n,
@@ -264,23 +274,22 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
         digit[i] = digit_of(key[i], shift, mask, flip);
       }
     }
-    unsigned before = 0;
     unsigned count = rank_tile(digit, position, s.rank, [&](unsigned c) {
-      before = thread_lookback(status.word_of(tid), tile, c, Plus32(), 0u);
+      thread_publish(status.word_of(tid), tile, c);
     });
+    // Values are read once the keys are ranked: fewer registers live across the ranking.
+    V value[MGPU_VT];
+    if (MGPU_VALUES) load_values(values_in, base, index_base, n, value);
+    place_ranked(s.items.keys, key, digit, position);
+    // The look-back waits last: by now the tiles before have most likely published their P.
     if (tid < RADIX_BINS) {
+      unsigned before = thread_lookback(status.word_of(tid), tile, count, Plus32(), 0u);
       u64 base = bases[tid];
       s.bin_out[tid] = base + before - s.rank.bin_start[tid];
       // The portion's last tile knows its count of every digit: the next portion starts there.
       if (next_bases && (u64)tile == num_tiles - 1)
         next_bases[tid] = base + before + count;
     }
-    // Values are read once the keys are ranked: fewer registers live across the ranking.
-    V value[MGPU_VT];
-    if (MGPU_VALUES) load_values(values_in, base, index_base, n, value);
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i)
-      if (digit[i] < RADIX_BINS) s.items.keys[position[i]] = key[i];
     __syncthreads();
     unsigned char out_digit[MGPU_VT];
 #pragma unroll
@@ -295,9 +304,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     }
     if (MGPU_VALUES) {
       __syncthreads();
-#pragma unroll
-      for (int i = 0; i < MGPU_VT; ++i)
-        if (digit[i] < RADIX_BINS) s.items.values[position[i]] = value[i];
+      place_ranked(s.items.values, value, digit, position);
       __syncthreads();
 #pragma unroll
       for (int i = 0; i < MGPU_VT; ++i) {
@@ -338,20 +345,14 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     for (int i = 0; i < MGPU_VT; ++i)
       digit[i] = striped(i) < count ? digit_of(key[i], shift, mask, flip) : no_digit();
     rank_tile(digit, position, s.rank, [](unsigned) {});
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i)
-      if (digit[i] < RADIX_BINS) s.items.keys[position[i]] = key[i];
+    place_ranked(s.items.keys, key, digit, position);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i)
       if (striped(i) < count) key[i] = s.items.keys[striped(i)];
-    // The values' reorder, as mgpu_radix_pass's: there they go on to global memory, here back to
-    // registers for the next pass.
     if (MGPU_VALUES) {
       __syncthreads();
-#pragma unroll
-      for (int i = 0; i < MGPU_VT; ++i)
-        if (digit[i] < RADIX_BINS) s.items.values[position[i]] = value[i];
+      place_ranked(s.items.values, value, digit, position);
       __syncthreads();
 #pragma unroll
       for (int i = 0; i < MGPU_VT; ++i)

@@ -131,7 +131,7 @@ __device__ __forceinline__ V warp_lookback(const TileStatusOf<V>& ts, i64 tile, 
     // Only the nearest P and the aggregates after it count.
     int first = p_mask ? 31 - __clz(p_mask) : 0;
     V x = lane >= first ? value : identity;
-    x = shfl_idx(warp_reduce(x, op), 0);
+    x = shfl_idx(warp_scan_inclusive(x, op), MGPU_WARP - 1);
     prefix = have ? op(x, prefix) : x;
     have = true;
     if (p_mask) break;
@@ -141,21 +141,24 @@ __device__ __forceinline__ V warp_lookback(const TileStatusOf<V>& ts, i64 tile, 
 }
 
 // The look-back of one thread, for a tile that publishes several values, each looked back over by
-// its own thread (a radix sort's digit bins, thread d for bin d): publishes A (P for tile 0),
-// walks back until a P, publishes P, and returns the exclusive prefix. It reads a window of
-// MGPU_LOOKBACK_WINDOW predecessors at once: walked one at a time, every step waited a load's
-// latency, and a pass of 2^24 keys spent 340 us there (6x a memcpy of its bytes).
+// its own thread (a radix sort's digit bins, thread d for bin d), in two halves so that the tile
+// can work between them while its predecessors finish: thread_publish publishes the aggregate (A,
+// or P for tile 0); thread_lookback then walks back until a P, publishes P, and returns the
+// exclusive prefix. It reads a window of MGPU_LOOKBACK_WINDOW predecessors at once: walked one at
+// a time, every step waited a load's latency, and a pass of 2^24 keys spent 340 us there (6x a
+// memcpy of its bytes).
 #ifndef MGPU_LOOKBACK_WINDOW
 #define MGPU_LOOKBACK_WINDOW 8
 #endif
+template <typename V, int SLOT>
+__device__ __forceinline__ void thread_publish(const TileStatusOf<V, SLOT>& ts, i64 tile,
+                                               V aggregate) {
+  ts.publish(tile, tile == 0 ? MGPU_STATUS_P : MGPU_STATUS_A, aggregate);
+}
 template <typename V, int SLOT, typename F>
 __device__ __forceinline__ V thread_lookback(const TileStatusOf<V, SLOT>& ts, i64 tile,
                                              V aggregate, F op, V identity) {
-  if (tile == 0) {
-    ts.publish(0, MGPU_STATUS_P, aggregate);
-    return identity;
-  }
-  ts.publish(tile, MGPU_STATUS_A, aggregate);
+  if (tile == 0) return identity;
   V prefix = identity;
   for (i64 end = tile;; end -= MGPU_LOOKBACK_WINDOW) {
     unsigned status[MGPU_LOOKBACK_WINDOW];
