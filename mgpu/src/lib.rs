@@ -51,7 +51,7 @@ pub use op::{Arithmetic, Bitwise, Comparator, Equality, Op, Predicate};
 pub use radix::{RadixKey, SortAlgorithm};
 pub use reduce::Total;
 pub use reduce_by_key::{ReduceByKeyAlgorithm, ReduceByKeyPlan};
-pub use scan::{ScanAlgorithm, ScanKind, ScanOptions};
+pub use scan::{CarryIn, ScanAlgorithm, ScanKind, ScanOptions};
 pub use segreduce::{Csr, SegPlan, SpmvPlan};
 pub use source::{Counting, Map, Mapped, Source};
 pub use tuning::Tuning;
