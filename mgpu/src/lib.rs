@@ -28,6 +28,7 @@ pub mod compact;
 pub mod context;
 pub mod cpu;
 pub mod cuda;
+pub mod dist;
 pub mod element;
 pub mod error;
 pub mod op;
