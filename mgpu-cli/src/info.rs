@@ -54,6 +54,15 @@ pub fn run() -> Result<(), String> {
         (Some(found), Err(e)) => println!("NVRTC (unusable: {e}): {found}"),
         (None, _) => println!("NVRTC: {nvrtc}"),
     }
+    // Only groups of several GPU ranks (mgpu::dist) need NCCL.
+    let nccl = discover::nccl();
+    match (&nccl.found, mgpu::cuda::nccl::version()) {
+        (Some(found), Ok((major, minor, patch))) => {
+            println!("NCCL {major}.{minor}.{patch}: {found}")
+        }
+        (Some(found), Err(e)) => println!("NCCL (unusable: {e}): {found}"),
+        (None, _) => println!("NCCL (for multi-GPU groups): {nccl}"),
+    }
     match jit::cache_dir() {
         Some(dir) if !dir.is_dir() => println!("kernel cache: {} (not created yet)", dir.display()),
         Some(dir) => {

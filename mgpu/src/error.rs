@@ -175,6 +175,45 @@ pub enum Error {
         #[source]
         source: DriverError,
     },
+    /// Another rank of a group failed in a collective call (bad input there, or a failure of
+    /// its backend): every rank's call returns an error, this one on the ranks that did not fail
+    /// (the failing rank returns its own), and nothing was written.
+    #[error("{call}: rank {rank} of {world} failed: {message}")]
+    RankFailed {
+        call: &'static str,
+        /// The first rank that failed.
+        rank: usize,
+        /// The number of ranks of the group.
+        world: usize,
+        /// Its error.
+        message: String,
+    },
+    /// A collective call waited longer than the group's timeout for the other ranks.
+    #[error(
+        "{call}: rank {rank} waited {waited:?} for {missing} to reach the call (a rank returned \
+         early, panicked, hangs or is gone); the group is aborted: make a new one (the timeout \
+         is Group::with_timeout, or MGPU_DIST_TIMEOUT in seconds)"
+    )]
+    Timeout {
+        call: &'static str,
+        /// The rank that waited.
+        rank: usize,
+        waited: std::time::Duration,
+        /// Who did not come (`"ranks [2, 5]"`, `"the GPU work of the other ranks"`).
+        missing: String,
+    },
+    /// A group of several GPU ranks needs NCCL, and it was not found.
+    #[error(
+        "NCCL is not available: {0} (`pip install nvidia-nccl-cu13` in the active virtualenv or \
+         conda environment, or install NCCL under CUDA_HOME or on the loader path; or set \
+         MGPU_NCCL to the libnccl.so.2 file); a group of one rank, or of ranks on one GPU or \
+         on the CPU, needs none"
+    )]
+    NoNccl(String),
+    /// An NCCL call failed, or a group could not be formed (its environment, its rendezvous
+    /// file); the message says which and why.
+    #[error("NCCL / group setup: {what}: {message}")]
+    Nccl { what: &'static str, message: String },
     /// A file of the on-disk cache or a tuning file could not be read or written.
     #[error("{what}: {source}")]
     Io {

@@ -1,15 +1,17 @@
 //! Scan: prefix sums under any associative operator (the seed's `Scan`), exclusive or inclusive,
-//! out of place or in place, with the total to the host and/or device memory.
+//! out of place or in place, optionally after a carry-in, with the total to the host and/or
+//! device memory.
 
-use crate::buffer::{length_mismatch, output, ViewMut};
+use crate::buffer::{check_place, length_mismatch, output, View, ViewMut};
 use crate::context::Backend;
 use crate::cuda;
 use crate::cuda::jit::Load;
+use crate::cuda::memory::DeviceMem;
 use crate::error::LengthRule::AtLeast;
-use crate::error::Result;
+use crate::error::{Error, LengthRule, Result};
 use crate::source::{Source, SourceParts};
 use crate::tuning::{self, Family, Tuning};
-use crate::{cpu, Context, Element, Op, SliceMut, Total};
+use crate::{cpu, Context, Element, Op, Slice, SliceMut, Total};
 
 /// Exclusive (`out[i] = in[0] op .. op in[i-1]`, `out[0]` the identity) or inclusive
 /// (`out[i] = in[0] op .. op in[i]`).
@@ -68,6 +70,47 @@ impl ScanOptions {
     pub fn with_tuning(mut self, tuning: Tuning) -> Self {
         self.tuning = Some(tuning);
         self
+    }
+}
+
+/// A scan's carry-in: the value that goes before the first element, so that a scan continues
+/// another one (the previous chunk of a stream, the previous rank's shard). The scan is then that
+/// of `[carry_in, input...]` without its first output: an exclusive scan's first output is the
+/// carry-in, an inclusive scan's is `carry_in op input[0]`, and the total includes the carry-in.
+pub enum CarryIn<'a, T: Element> {
+    /// A value from the host.
+    Host(T),
+    /// Element 0 of a buffer or view on the context's backend, read in stream order (no wait):
+    /// a total written to the device by an earlier reduce or scan.
+    Device(&'a dyn Slice<T>),
+}
+
+/// A validated carry-in.
+enum CarryFrom<'a, T: Element> {
+    Host(T),
+    Device(View<'a, T>),
+}
+
+impl<'a, T: Element> CarryIn<'a, T> {
+    fn validate(self, ctx: &Context) -> Result<CarryFrom<'a, T>> {
+        match self {
+            CarryIn::Host(v) => Ok(CarryFrom::Host(v)),
+            CarryIn::Device(s) => {
+                let v = s.view();
+                check_place(ctx, &v.at, "the carry-in")?;
+                if v.is_empty() {
+                    return Err(Error::LengthMismatch {
+                        call: "scan",
+                        argument: "the carry-in",
+                        actual: 0,
+                        expected: 1,
+                        of: "",
+                        rule: LengthRule::AtLeast,
+                    });
+                }
+                Ok(CarryFrom::Device(v))
+            }
+        }
     }
 }
 
@@ -154,7 +197,76 @@ impl Context {
                 "the input",
             ));
         }
-        self.scan_impl(Some(input), output, op, options, total)
+        self.scan_impl(Some(input), output, op, options, None, total)
+    }
+
+    /// [`scan_with`](Context::scan_with) after a carry-in (see [`CarryIn`]): the scan goes on
+    /// from `carry_in` as if it were an element before the input, and the total includes it.
+    ///
+    /// ```
+    /// use mgpu::{CarryIn, Context, Op, ScanOptions, Total};
+    /// let ctx = Context::cpu();
+    /// let input = ctx.upload(&[1, 2, 3])?;
+    /// let mut out = ctx.zeros::<i32>(3)?;
+    /// let total = ctx.scan_with_carry(&input, &mut out, &Op::plus(), ScanOptions::exclusive(),
+    ///                                 CarryIn::Host(10), Total::Host)?;
+    /// assert_eq!((out.to_vec()?, total), (vec![10, 11, 13], Some(16)));
+    /// // The carry from device memory, e.g. the total of a previous chunk, without a read-back:
+    /// let mut carry = ctx.zeros::<i32>(1)?;
+    /// ctx.reduce_to_device(&input, &Op::plus(), &mut carry)?;
+    /// ctx.scan_with_carry(&input, &mut out, &Op::plus(), ScanOptions::inclusive(),
+    ///                     CarryIn::Device(&carry), Total::None)?;
+    /// assert_eq!(out.to_vec()?, vec![7, 9, 12]);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn scan_with_carry<T: Element>(
+        &self,
+        input: &impl Source<T>,
+        output: &mut impl SliceMut<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+        carry_in: CarryIn<'_, T>,
+        total: Total<'_, T>,
+    ) -> Result<Option<T>> {
+        let input = input.parts();
+        input.check(self, "the input")?;
+        let output = crate::buffer::output(self, output, "the output")?;
+        if output.len() < input.len {
+            return Err(length_mismatch(
+                AtLeast,
+                "scan",
+                "the output",
+                output.len(),
+                input.len,
+                "the input",
+            ));
+        }
+        let carry = carry_in.validate(self)?;
+        self.scan_impl(Some(input), output, op, options, Some(carry), total)
+    }
+
+    /// [`scan_in_place_with`](Context::scan_in_place_with) after a carry-in (see [`CarryIn`]).
+    ///
+    /// ```
+    /// use mgpu::{CarryIn, Context, Op, ScanOptions, Total};
+    /// let ctx = Context::cpu();
+    /// let mut data = ctx.upload(&[5, 1, 7])?;
+    /// ctx.scan_in_place_with_carry(&mut data, &Op::maximum(), ScanOptions::inclusive(),
+    ///                              CarryIn::Host(6), Total::None)?;
+    /// assert_eq!(data.to_vec()?, vec![6, 6, 7]);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn scan_in_place_with_carry<T: Element>(
+        &self,
+        data: &mut impl SliceMut<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+        carry_in: CarryIn<'_, T>,
+        total: Total<'_, T>,
+    ) -> Result<Option<T>> {
+        let data = output(self, data, "the data")?;
+        let carry = carry_in.validate(self)?;
+        self.scan_impl(None, data, op, options, Some(carry), total)
     }
 
     /// [`scan_in_place`](Context::scan_in_place) with the total delivered where `total` says.
@@ -166,7 +278,7 @@ impl Context {
         total: Total<'_, T>,
     ) -> Result<Option<T>> {
         let data = output(self, data, "the data")?;
-        self.scan_impl(None, data, op, options, total)
+        self.scan_impl(None, data, op, options, None, total)
     }
 
     fn scan_impl<T: Element>(
@@ -175,6 +287,7 @@ impl Context {
         mut output: ViewMut<'_, T>,
         op: &Op<T>,
         options: ScanOptions,
+        carry: Option<CarryFrom<'_, T>>,
         total: Total<'_, T>,
     ) -> Result<Option<T>> {
         let total = total.validate(self)?;
@@ -190,14 +303,19 @@ impl Context {
         let exclusive = options.kind == ScanKind::Exclusive;
         match &self.backend {
             Backend::Cpu => {
+                let carry_in = match &carry {
+                    None => op.identity(),
+                    Some(CarryFrom::Host(v)) => *v,
+                    Some(CarryFrom::Device(v)) => v.at.host().expect("validated")[0],
+                };
                 let out = output.host_mut().expect("validated");
                 let value = match &input {
                     Some(src) => {
                         let out = &mut out[..src.len];
                         cpu::fill(src.host(), out);
-                        cpu::scan_in_place(out, op, exclusive)
+                        cpu::scan_in_place_from(out, op, exclusive, carry_in)
                     }
-                    None => cpu::scan_in_place(out, op, exclusive),
+                    None => cpu::scan_in_place_from(out, op, exclusive, carry_in),
                 };
                 total.deliver_host(value)
             }
@@ -209,12 +327,26 @@ impl Context {
                     None => (out, &plain, None),
                 };
                 let count = input.as_ref().map_or(output.len(), |s| s.len) as u64;
-                let homes: Vec<_> = [Some(out_home), in_home, total.home()]
+                let carry_home = match &carry {
+                    Some(CarryFrom::Device(v)) => v.at.device().map(|d| d.0),
+                    _ => None,
+                };
+                let homes: Vec<_> = [Some(out_home), in_home, total.home(), carry_home]
                     .into_iter()
                     .flatten()
                     .collect();
                 let slot = gpu.ordered(&homes, || {
                     let slot = total.device_slot(gpu)?;
+                    // A host carry-in goes to device memory: the kernels read it there.
+                    let (carry_ptr, _staged) = match &carry {
+                        None => (0, None),
+                        Some(CarryFrom::Host(v)) => {
+                            let staged = DeviceMem::alloc(gpu, std::mem::size_of::<T>())?;
+                            staged.upload(0, std::slice::from_ref(v))?;
+                            (staged.ptr, Some(staged))
+                        }
+                        Some(CarryFrom::Device(v)) => (v.at.device().expect("validated").1, None),
+                    };
                     cuda::scan::scan(
                         gpu,
                         (arg, load),
@@ -224,6 +356,7 @@ impl Context {
                         exclusive,
                         options.algorithm,
                         slot.0,
+                        carry_ptr,
                         &tuning,
                     )?;
                     Ok(slot)

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use mgpu::tuning::Family;
-use mgpu::{Context, Op, ScanAlgorithm, ScanKind, ScanOptions, Total, Tuning};
+use mgpu::{Context, Element, Op, ScanAlgorithm, ScanKind, ScanOptions, Total, Tuning};
 
 fn check_one<T: TestElement>(ctx: &Context, op: &Op<T>, data: &[T], options: ScanOptions) {
     let n = data.len();
@@ -254,4 +254,86 @@ fn scan_past_2_pow_31_on_gpu() {
         carry = carry.wrapping_add(x);
     }
     assert_eq!(total, carry);
+}
+
+/// The scan of `[carry, data...]` without its first output: the reference of a carry-in scan.
+fn serial_scan_after<T: Element>(carry: T, data: &[T], op: &Op<T>, kind: ScanKind) -> (Vec<T>, T) {
+    let mut with = vec![carry];
+    with.extend_from_slice(data);
+    let (inclusive, total) = serial_scan(&with, op, ScanKind::Inclusive);
+    let out = match kind {
+        ScanKind::Inclusive => inclusive[1..].to_vec(),
+        ScanKind::Exclusive => inclusive[..data.len()].to_vec(),
+    };
+    (out, total)
+}
+
+/// A carry-in from the host and from device memory, out of place and in place, both algorithms,
+/// a non-commutative operator, empty to several tiles.
+#[test]
+fn carry_in_continues_the_scan() {
+    let mut r = rng();
+    for ctx in backends() {
+        let nv = tile(&ctx, Family::Scan, 8);
+        let op = affine_op();
+        for n in [0, 1, 7, nv - 1, nv + 1, 5 * nv + 3, 100_003] {
+            let data = random_vec::<Affine>(&mut r, n);
+            let carry = Affine::random(&mut r);
+            for options in [
+                ScanOptions::exclusive(),
+                ScanOptions::inclusive(),
+                ScanOptions::exclusive().deterministic(),
+                ScanOptions::inclusive().deterministic(),
+            ] {
+                let (expect, expect_total) = serial_scan_after(carry, &data, &op, options.kind);
+                let what = format!("{ctx:?} {options:?} n={n}");
+                let input = ctx.upload(&data).unwrap();
+                let mut out = ctx.upload(&vec![Affine::poison(); n + 2]).unwrap();
+                let total = ctx
+                    .scan_with_carry(
+                        &input,
+                        &mut out,
+                        &op,
+                        options,
+                        mgpu::CarryIn::Host(carry),
+                        Total::Host,
+                    )
+                    .unwrap();
+                let got = out.to_vec().unwrap();
+                same(&got[..n], &expect).unwrap_or_else(|e| panic!("{what}: {e}"));
+                same(&got[n..], &[Affine::poison(); 2])
+                    .unwrap_or_else(|e| panic!("{what} tail: {e}"));
+                assert_eq!(total, Some(expect_total), "{what} total");
+                let carry_buf = ctx.upload(&[carry, Affine::poison()]).unwrap();
+                let mut inplace = ctx.upload(&data).unwrap();
+                let mut device_total = ctx.zeros::<Affine>(1).unwrap();
+                ctx.scan_in_place_with_carry(
+                    &mut inplace,
+                    &op,
+                    options,
+                    mgpu::CarryIn::Device(&carry_buf),
+                    Total::Device(&mut device_total),
+                )
+                .unwrap();
+                same(&inplace.to_vec().unwrap(), &expect)
+                    .unwrap_or_else(|e| panic!("{what} in place: {e}"));
+                same(&device_total.to_vec().unwrap(), &[expect_total]).unwrap();
+            }
+        }
+        // An empty device carry-in is bad input, and nothing is written.
+        let input = ctx.upload(&[Affine::poison()]).unwrap();
+        let mut out = ctx.upload(&[Affine::poison()]).unwrap();
+        let empty = ctx.zeros::<Affine>(0).unwrap();
+        let err = ctx
+            .scan_with_carry(
+                &input,
+                &mut out,
+                &op,
+                ScanOptions::inclusive(),
+                mgpu::CarryIn::Device(&empty),
+                Total::None,
+            )
+            .unwrap_err();
+        assert!(err.is_invalid_input(), "{err}");
+    }
 }

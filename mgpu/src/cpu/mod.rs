@@ -83,13 +83,23 @@ fn scan_serial<T: Element>(data: &mut [T], op: &Op<T>, exclusive: bool, mut carr
 
 /// Scans `data` in place; returns the total.
 pub fn scan_in_place<T: Element>(data: &mut [T], op: &Op<T>, exclusive: bool) -> T {
+    scan_in_place_from(data, op, exclusive, op.identity())
+}
+
+/// [`scan_in_place`] after `carry_in`, the value before the first element; the total includes it.
+pub fn scan_in_place_from<T: Element>(
+    data: &mut [T],
+    op: &Op<T>,
+    exclusive: bool,
+    carry_in: T,
+) -> T {
     if data.len() < PARALLEL_MIN {
-        return scan_serial(data, op, exclusive, op.identity());
+        return scan_serial(data, op, exclusive, carry_in);
     }
     let len = chunk_len(data.len());
     let totals: Vec<T> = data.par_chunks(len).map(|c| fold(c, op)).collect();
     let mut carries = Vec::with_capacity(totals.len());
-    let mut carry = op.identity();
+    let mut carry = carry_in;
     for t in totals {
         carries.push(carry);
         carry = op.apply(carry, t);

@@ -18,6 +18,10 @@
 //!    `.../nvidia/cuda_nvrtc/lib/`, and conda's `lib/`.
 //! 5. The loader path (`LD_LIBRARY_PATH`, `ld.so.conf`), by name, as cudarc does.
 //!
+//! NCCL ([`nccl`]) is looked for the same way (`MGPU_NCCL`, ..., the `nvidia-nccl-cu13` wheel
+//! under `nvidia/nccl/lib/`); it is opened by path and its functions are looked up in it
+//! directly (cudarc's loader asks for names NCCL's `libnccl.so.2` does not answer to).
+//!
 //! The driver (`libcuda.so.1`) belongs to the installed kernel module, so the loader path comes
 //! first there; WSL's `/usr/lib/wsl/lib` is tried after it.
 //!
@@ -149,31 +153,85 @@ pub fn driver_version() -> Option<(u32, u32)> {
     Some((version / 1000, version % 1000 / 10))
 }
 
+/// What a library search looks for.
+struct Wanted {
+    /// The variable naming the library file or its folder (`MGPU_NVRTC`).
+    var: &'static str,
+    /// File names to try in a folder, in order.
+    names: Vec<String>,
+    /// A symbol the library must export.
+    symbol: &'static str,
+    /// Folders under a Python environment's `site-packages/nvidia/` where its wheel puts it.
+    wheel_dirs: &'static [&'static str],
+    /// The start of its file name, to tell which file the loader chose.
+    file_prefix: &'static str,
+}
+
 fn search_nvrtc() -> Search {
     let mut names = cudarc::get_lib_name_candidates("nvrtc");
     // In a folder, the version the bindings are built for first; then cudarc's order.
     names.sort_by_key(|n| !n.ends_with(&format!(".so.{NVRTC_MAJOR}")));
+    search(&Wanted {
+        var: "MGPU_NVRTC",
+        names,
+        symbol: "nvrtcVersion",
+        wheel_dirs: &["cu13/lib", "cuda_nvrtc/lib"],
+        file_prefix: "libnvrtc.so",
+    })
+}
+
+/// The NCCL search (run once per process; the library found stays open): `MGPU_NCCL` (the file
+/// or its folder; alone when set), `CUDA_HOME` and `CUDA_PATH` (`lib64/`, `lib/`),
+/// `/usr/local/cuda/lib64`, the `nvidia-nccl-cu13` wheel of the active Python environment
+/// (`VIRTUAL_ENV`, then `CONDA_PREFIX`: `lib/python3*/site-packages/nvidia/nccl/lib/`, and
+/// conda's `lib/`), then the loader path. Only a group of several GPU ranks needs it.
+///
+/// ```
+/// let nccl = mgpu::cuda::discover::nccl();
+/// match &nccl.found {
+///     Some(found) => println!("NCCL: {found}"),
+///     None => println!("no NCCL: {nccl}"),
+/// }
+/// ```
+pub fn nccl() -> &'static Search {
+    static SEARCH: OnceLock<Search> = OnceLock::new();
+    SEARCH.get_or_init(|| {
+        let search = search(&Wanted {
+            var: "MGPU_NCCL",
+            // NCCL's SONAME is libnccl.so.2 (its major version, not CUDA's).
+            names: vec!["libnccl.so.2".into(), "libnccl.so".into()],
+            symbol: "ncclGetVersion",
+            wheel_dirs: &["nccl/lib", "cu13/lib"],
+            file_prefix: "libnccl.so",
+        });
+        log::debug!("NCCL: {search}");
+        search
+    })
+}
+
+fn search(wanted: &Wanted) -> Search {
+    let names = &wanted.names;
     let mut search = Search::default();
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
 
     // 1. An explicit file or folder: honored alone.
-    if let Some(explicit) = var("MGPU_NVRTC") {
+    if let Some(explicit) = var(wanted.var) {
         let explicit = PathBuf::from(explicit);
         search.note(
-            "MGPU_NVRTC",
+            wanted.var,
             format!("{}, so nothing else is tried", explicit.display()),
         );
         let file = if explicit.is_dir() {
-            find_in(&explicit, &names, &mut search)
+            find_in(&explicit, names, &mut search)
         } else {
             Some(explicit)
         };
         if let Some(file) = file {
-            search.found = open_path(&file, "MGPU_NVRTC", "nvrtcVersion", &mut search);
+            search.found = open_path(&file, wanted.var, wanted.symbol, &mut search);
         }
         return search;
     }
-    search.note("MGPU_NVRTC", "unset");
+    search.note(wanted.var, "unset");
 
     // 2-4. The usual folders, in order; an unset variable is noted where it would be.
     let mut steps: Vec<(&'static str, Option<PathBuf>)> = Vec::new();
@@ -197,8 +255,9 @@ fn search_nvrtc() -> Search {
                 let root = PathBuf::from(root);
                 for site in python_site_packages(&root) {
                     let nvidia = site.join("nvidia");
-                    steps.push((prefix, Some(nvidia.join("cu13").join("lib"))));
-                    steps.push((prefix, Some(nvidia.join("cuda_nvrtc").join("lib"))));
+                    for dir in wanted.wheel_dirs {
+                        steps.push((prefix, Some(nvidia.join(dir))));
+                    }
                 }
                 if prefix == "CONDA_PREFIX" {
                     steps.push((prefix, Some(root.join("lib"))));
@@ -212,8 +271,8 @@ fn search_nvrtc() -> Search {
             search.note(via, "unset");
             continue;
         };
-        if let Some(file) = find_in(&folder, &names, &mut search) {
-            if let Some(found) = open_path(&file, via, "nvrtcVersion", &mut search) {
+        if let Some(file) = find_in(&folder, names, &mut search) {
+            if let Some(found) = open_path(&file, via, wanted.symbol, &mut search) {
                 search.found = Some(found);
                 return search;
             }
@@ -221,7 +280,7 @@ fn search_nvrtc() -> Search {
     }
 
     // 5. The loader path, by name.
-    search.found = open_from_loader_path(&names, "libnvrtc.so", &mut search);
+    search.found = open_from_loader_path(names, wanted.file_prefix, &mut search);
     search
 }
 

@@ -8,6 +8,7 @@ pub mod jit;
 pub mod lookback;
 pub(crate) mod marshal;
 pub(crate) mod memory;
+pub mod nccl;
 pub mod occupancy;
 pub mod radix;
 pub mod reduce;

@@ -82,11 +82,12 @@ pub fn computed_input_tuning(mut t: Tuning) -> Tuning {
 
 crate::kernel_args! {
     // SAFETY: mgpu_scan_lookback(Input in, T* out, u64 count, u64 head, int exclusive,
-    // u64* tickets, u64 first_ticket, TileStatus status, T* total_out, T identity).
+    // u64* tickets, u64 first_ticket, TileStatus status, T* total_out, T identity,
+    // const T* carry_in).
     ScanLookbackArgs<T> = "mgpu_scan_lookback" {
         input: u64, output: CUdeviceptr, count: u64, head: u64, exclusive: i32,
         tickets: CUdeviceptr, first_ticket: u64, status: TileStatusArgs, total: CUdeviceptr,
-        identity: ByValue<T>,
+        identity: ByValue<T>, carry_in: CUdeviceptr,
     }
 }
 
@@ -102,7 +103,8 @@ crate::kernel_args! {
 /// Inputs of at most this many tiles are scanned by one CTA: one launch, no look-back state.
 const SINGLE_CTA_TILES: u64 = 1;
 
-/// Scans the `count` elements of the input (`input.0`, loaded as `input.1` says) to `output`.
+/// Scans the `count` elements of the input (`input.0`, loaded as `input.1` says) to `output`,
+/// after the value at `carry_in` (0: none; the total then includes it).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn scan<T: Element>(
     gpu: &Arc<Gpu>,
@@ -112,7 +114,8 @@ pub(crate) fn scan<T: Element>(
     op: &Op<T>,
     exclusive: bool,
     algorithm: ScanAlgorithm,
-    total: CUdeviceptr, // 0: not wanted
+    total: CUdeviceptr,    // 0: not wanted
+    carry_in: CUdeviceptr, // 0: none
     tuning: &Tuning,
 ) -> Result<()> {
     let exclusive = exclusive as i32;
@@ -130,7 +133,7 @@ pub(crate) fn scan<T: Element>(
             count,
             exclusive,
             tiles_per_cta: num_tiles,
-            carry_in: 0,
+            carry_in,
             total,
             identity: ByValue(op.identity()),
         };
@@ -167,6 +170,7 @@ pub(crate) fn scan<T: Element>(
                     status,
                     total,
                     identity: ByValue(op.identity()),
+                    carry_in,
                 },
             )
         }
@@ -188,7 +192,8 @@ pub(crate) fn scan<T: Element>(
                 tiles_per_cta,
                 partials.ptr,
             )?;
-            // Spine: an exclusive scan of the partials, in place, by one CTA; it yields the total.
+            // Spine: an exclusive scan of the partials after the carry-in, in place, by one CTA;
+            // it yields the total.
             // The partials are plain `T`s, whatever the input is.
             let spine_module = if load.is_plain() {
                 module.clone()
@@ -203,7 +208,7 @@ pub(crate) fn scan<T: Element>(
                 count: spine_count,
                 exclusive: 1,
                 tiles_per_cta: spine_count.div_ceil(nv),
-                carry_in: 0,
+                carry_in,
                 total,
                 identity: ByValue(op.identity()),
             };

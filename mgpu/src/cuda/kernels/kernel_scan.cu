@@ -4,6 +4,8 @@
 //   mgpu_scan_tiles     CTA c scans a contiguous range of tiles in order with a running carry. With one
 //                       CTA it is the small-input path and the spine of reduce-then-scan; with many,
 //                       given the spine's carry-ins, it is that algorithm's downsweep.
+// Both take an optional carry-in (`carry_in`, null for none): the value before the first element,
+// so that a scan continues another (a previous chunk, a previous rank's shard).
 // A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs, Module::kernels):
 // the small-input path needs mgpu_scan_tiles alone, the look-back scan mgpu_scan_lookback alone.
 
@@ -74,7 +76,8 @@ __device__ __forceinline__ bool vector_ok(const void* p) {
 #ifdef MGPU_WANT_mgpu_scan_lookback
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_scan_lookback(Input in, T* out, u64 count, u64 head, int exclusive, u64* tickets,
-                       u64 first_ticket, TileStatus status, T* total_out, T identity) {
+                       u64 first_ticket, TileStatus status, T* total_out, T identity,
+                       const T* carry_in) {
   __shared__ ScanStorage storage;
   Op op;
   u64 num_tiles = (count + head + MGPU_NV - 1) / MGPU_NV;
@@ -83,8 +86,14 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     u64 first = (u64)tile * MGPU_NV;
     u64 base = tile == 0 ? 0 : first - head;
     int n = (int)(min(first + MGPU_NV - head, count) - base);
+    // The carry-in goes before each tile's prefix; the published prefixes leave it out, so
+    // the look-back itself is unchanged.
+    auto prefix = [&](T aggregate) {
+      T p = lookback(aggregate);
+      return carry_in ? op(*carry_in, p) : p;
+    };
     T total = scan_tile(in, out, base, n, exclusive != 0, in.vector_ok_at(base),
-                        vector_ok(out + base), identity, op, storage, lookback);
+                        vector_ok(out + base), identity, op, storage, prefix);
     if (total_out && base + n == count && threadIdx.x == 0) *total_out = total;
   });
 }
@@ -109,6 +118,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     __syncthreads();  // storage is reused by the next tile
     if (total_out && threadIdx.x == 0 && base + n == count) *total_out = carry;
   }
-  if (total_out && count == 0 && blockIdx.x == 0 && threadIdx.x == 0) *total_out = identity;
+  // No tile: the total is the carry-in (the identity without one).
+  if (total_out && count == 0 && blockIdx.x == 0 && threadIdx.x == 0) *total_out = carry;
 }
 #endif

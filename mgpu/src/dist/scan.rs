@@ -1,0 +1,154 @@
+//! Scan across ranks: the shards' totals are exchanged, then each rank scans its shard after
+//! the carry-in of the ranks before it.
+
+use super::{Group, Rank, Sharded};
+use crate::buffer::{check_place, length_mismatch};
+use crate::error::{LengthRule, Result};
+use crate::{CarryIn, Element, Op, ScanOptions, Slice, SliceMut, Source, Total};
+use std::sync::Mutex;
+
+impl Rank {
+    /// Scans the whole sequence (every rank's `input`, in rank order) into each rank's
+    /// `output` (at least as long as its input), with any operator: rank `r`'s outputs are
+    /// those of the single-context scan of the concatenation at its positions. Returns the total
+    /// of the whole, on every rank. Collective.
+    ///
+    /// Each rank reduces its shard, the totals are gathered, and each scans its shard after the
+    /// fold of the totals before it ([`CarryIn`]): the input is read twice.
+    ///
+    /// ```
+    /// use mgpu::{dist::Group, Op, ScanOptions};
+    /// let group = Group::cpu(2);
+    /// let outs = group.run(|rank| {
+    ///     let ctx = rank.context();
+    ///     let input = ctx.upload(&[1, 2, 3])?;
+    ///     let mut out = ctx.zeros::<i32>(3)?;
+    ///     let total = rank.scan(&input, &mut out, &Op::plus(), ScanOptions::exclusive())?;
+    ///     Ok((out.to_vec()?, total))
+    /// })?;
+    /// assert_eq!(outs, vec![(vec![0, 1, 3], 12), (vec![6, 7, 9], 12)]);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn scan<T: Element>(
+        &self,
+        input: &impl Source<T>,
+        output: &mut impl SliceMut<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+    ) -> Result<T> {
+        let ctx = self.context();
+        let out = output.view();
+        let valid = check_place(ctx, &out.at, "scan: the output").and_then(|_| {
+            if out.len() < input.source_len() {
+                Err(length_mismatch(
+                    LengthRule::AtLeast,
+                    "scan",
+                    "the output",
+                    out.len(),
+                    input.source_len(),
+                    "the input",
+                ))
+            } else {
+                Ok(())
+            }
+        });
+        let local = valid.and_then(|_| ctx.reduce(input, op));
+        let (carry, total) = self.carry(op, local)?;
+        ctx.scan_with_carry(
+            input,
+            output,
+            op,
+            options,
+            CarryIn::Host(carry),
+            Total::None,
+        )?;
+        Ok(total)
+    }
+
+    /// [`scan`](Rank::scan) in place.
+    pub fn scan_in_place<T: Element>(
+        &self,
+        data: &mut impl SliceMut<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+    ) -> Result<T> {
+        let local = self.context().reduce(&data.view(), op);
+        let (carry, total) = self.carry(op, local)?;
+        self.context().scan_in_place_with_carry(
+            data,
+            op,
+            options,
+            CarryIn::Host(carry),
+            Total::None,
+        )?;
+        Ok(total)
+    }
+
+    /// The fold of the totals of the ranks before this one, and of all of them.
+    fn carry<T: Element>(&self, op: &Op<T>, local: Result<T>) -> Result<(T, T)> {
+        let totals = self
+            .communicator()
+            .all_gather_checked("scan", local.map(|t| vec![t]))?;
+        let fold = |ts: &[Vec<T>]| ts.iter().fold(op.identity(), |a, t| op.apply(a, t[0]));
+        Ok((fold(&totals[..self.rank()]), fold(&totals)))
+    }
+}
+
+impl Group {
+    /// Scans `input` into `output` (sharded alike, each output shard at least as long as its
+    /// input shard); returns the total ([`Rank::scan`] on every rank).
+    ///
+    /// ```
+    /// use mgpu::{dist::{Group, Sharded}, Op, ScanOptions};
+    /// let group = Group::cpu(3);
+    /// let input = Sharded::scatter(&group, &[1u64, 2, 3, 4, 5])?;
+    /// let mut out = Sharded::scatter(&group, &[0u64; 5])?;
+    /// let total = group.scan(&input, &mut out, &Op::plus(), ScanOptions::inclusive())?;
+    /// assert_eq!((out.gather(&group)?, total), (vec![1, 3, 6, 10, 15], 15));
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn scan<T: Element>(
+        &self,
+        input: &Sharded<T>,
+        output: &mut Sharded<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+    ) -> Result<T> {
+        input.check(self, "scan: the input")?;
+        output.check(self, "scan: the output")?;
+        let outputs = output.locals_mut();
+        let totals = self.run(|rank| {
+            let mut out = outputs[rank.local]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            rank.scan(input.local(rank), &mut **out, op, options)
+        })?;
+        Ok(totals[0])
+    }
+
+    /// Scans `data` in place; returns the total.
+    pub fn scan_in_place<T: Element>(
+        &self,
+        data: &mut Sharded<T>,
+        op: &Op<T>,
+        options: ScanOptions,
+    ) -> Result<T> {
+        data.check(self, "scan: the data")?;
+        let shards = data.locals_mut();
+        let totals = self.run(|rank| {
+            let mut shard = shards[rank.local].lock().unwrap_or_else(|e| e.into_inner());
+            rank.scan_in_place(&mut **shard, op, options)
+        })?;
+        Ok(totals[0])
+    }
+}
+
+impl<T: Element> Sharded<T> {
+    /// This process's shards, each behind a lock, for the per-rank threads to write.
+    pub(crate) fn locals_mut(&mut self) -> Vec<Mutex<&mut crate::Buffer<T>>> {
+        self.shards_mut()
+            .iter_mut()
+            .map(|(_, b)| Mutex::new(b))
+            .collect()
+    }
+}
