@@ -78,6 +78,8 @@ impl ScanOptions {
 /// of `[carry_in, input...]` without its first output: an exclusive scan's first output is the
 /// carry-in, an inclusive scan's is `carry_in op input[0]`, and the total includes the carry-in.
 pub enum CarryIn<'a, T: Element> {
+    /// No carry-in: the plain scan.
+    None,
     /// A value from the host.
     Host(T),
     /// Element 0 of a buffer or view on the context's backend, read in stream order (no wait):
@@ -92,9 +94,10 @@ enum CarryFrom<'a, T: Element> {
 }
 
 impl<'a, T: Element> CarryIn<'a, T> {
-    fn validate(self, ctx: &Context) -> Result<CarryFrom<'a, T>> {
+    fn validate(self, ctx: &Context) -> Result<Option<CarryFrom<'a, T>>> {
         match self {
-            CarryIn::Host(v) => Ok(CarryFrom::Host(v)),
+            CarryIn::None => Ok(None),
+            CarryIn::Host(v) => Ok(Some(CarryFrom::Host(v))),
             CarryIn::Device(s) => {
                 let v = s.view();
                 check_place(ctx, &v.at, "the carry-in")?;
@@ -108,7 +111,7 @@ impl<'a, T: Element> CarryIn<'a, T> {
                         rule: LengthRule::AtLeast,
                     });
                 }
-                Ok(CarryFrom::Device(v))
+                Ok(Some(CarryFrom::Device(v)))
             }
         }
     }
@@ -184,20 +187,7 @@ impl Context {
         options: ScanOptions,
         total: Total<'_, T>,
     ) -> Result<Option<T>> {
-        let input = input.parts();
-        input.check(self, "the input")?;
-        let output = crate::buffer::output(self, output, "the output")?;
-        if output.len() < input.len {
-            return Err(length_mismatch(
-                AtLeast,
-                "scan",
-                "the output",
-                output.len(),
-                input.len,
-                "the input",
-            ));
-        }
-        self.scan_impl(Some(input), output, op, options, None, total)
+        self.scan_with_carry(input, output, op, options, CarryIn::None, total)
     }
 
     /// [`scan_with`](Context::scan_with) after a carry-in (see [`CarryIn`]): the scan goes on
@@ -228,21 +218,9 @@ impl Context {
         carry_in: CarryIn<'_, T>,
         total: Total<'_, T>,
     ) -> Result<Option<T>> {
-        let input = input.parts();
-        input.check(self, "the input")?;
-        let output = crate::buffer::output(self, output, "the output")?;
-        if output.len() < input.len {
-            return Err(length_mismatch(
-                AtLeast,
-                "scan",
-                "the output",
-                output.len(),
-                input.len,
-                "the input",
-            ));
-        }
+        let (input, output) = scan_args(self, input, output)?;
         let carry = carry_in.validate(self)?;
-        self.scan_impl(Some(input), output, op, options, Some(carry), total)
+        self.scan_impl(Some(input), output, op, options, carry, total)
     }
 
     /// [`scan_in_place_with`](Context::scan_in_place_with) after a carry-in (see [`CarryIn`]).
@@ -266,7 +244,7 @@ impl Context {
     ) -> Result<Option<T>> {
         let data = output(self, data, "the data")?;
         let carry = carry_in.validate(self)?;
-        self.scan_impl(None, data, op, options, Some(carry), total)
+        self.scan_impl(None, data, op, options, carry, total)
     }
 
     /// [`scan_in_place`](Context::scan_in_place) with the total delivered where `total` says.
@@ -277,8 +255,7 @@ impl Context {
         options: ScanOptions,
         total: Total<'_, T>,
     ) -> Result<Option<T>> {
-        let data = output(self, data, "the data")?;
-        self.scan_impl(None, data, op, options, None, total)
+        self.scan_in_place_with_carry(data, op, options, CarryIn::None, total)
     }
 
     fn scan_impl<T: Element>(
@@ -365,4 +342,27 @@ impl Context {
             }
         }
     }
+}
+
+/// A scan's input and output, checked: both on the context's backend, the output at least as
+/// long as the input.
+pub(crate) fn scan_args<'i, 'o, T: Element>(
+    ctx: &Context,
+    input: &'i impl Source<T>,
+    output: &'o mut impl SliceMut<T>,
+) -> Result<(SourceParts<'i, T>, ViewMut<'o, T>)> {
+    let input = input.parts();
+    input.check(ctx, "the input")?;
+    let output = crate::buffer::output(ctx, output, "the output")?;
+    if output.len() < input.len {
+        return Err(length_mismatch(
+            AtLeast,
+            "scan",
+            "the output",
+            output.len(),
+            input.len,
+            "the input",
+        ));
+    }
+    Ok((input, output))
 }

@@ -16,6 +16,11 @@ use std::time::{Duration, Instant};
 
 type Stream = *mut c_void;
 
+/// ncclSend and ncclRecv: the buffer (read or written), its size, type, the peer, the
+/// communicator and the stream.
+type Transfer<P> =
+    unsafe extern "C" fn(P, usize, ncclDataType_t, c_int, ncclComm_t, Stream) -> ncclResult_t;
+
 /// The NCCL functions the distributed layer uses.
 struct Api {
     get_version: unsafe extern "C" fn(*mut c_int) -> ncclResult_t,
@@ -43,22 +48,8 @@ struct Api {
         ncclComm_t,
         Stream,
     ) -> ncclResult_t,
-    send: unsafe extern "C" fn(
-        *const c_void,
-        usize,
-        ncclDataType_t,
-        c_int,
-        ncclComm_t,
-        Stream,
-    ) -> ncclResult_t,
-    recv: unsafe extern "C" fn(
-        *mut c_void,
-        usize,
-        ncclDataType_t,
-        c_int,
-        ncclComm_t,
-        Stream,
-    ) -> ncclResult_t,
+    send: Transfer<*const c_void>,
+    recv: Transfer<*mut c_void>,
     group_start: unsafe extern "C" fn() -> ncclResult_t,
     group_end: unsafe extern "C" fn() -> ncclResult_t,
 }
@@ -87,20 +78,17 @@ fn load() -> std::result::Result<Api, String> {
                 .map_err(|e| format!("{}: no {}: {e}", found.path.display(), $name))?
         };
     }
-    Ok(Api {
-        get_version: get!("ncclGetVersion"),
-        get_unique_id: get!("ncclGetUniqueId"),
-        comm_init_rank: get!("ncclCommInitRank"),
-        comm_init_all: get!("ncclCommInitAll"),
-        comm_abort: get!("ncclCommAbort"),
-        comm_get_async_error: get!("ncclCommGetAsyncError"),
-        get_error_string: get!("ncclGetErrorString"),
-        all_gather: get!("ncclAllGather"),
-        all_reduce: get!("ncclAllReduce"),
-        send: get!("ncclSend"),
-        recv: get!("ncclRecv"),
-        group_start: get!("ncclGroupStart"),
-        group_end: get!("ncclGroupEnd"),
+    // The fields and the symbols they hold, a table (rustfmt leaves a macro's braces alone).
+    macro_rules! api {
+        ($($field:ident = $name:literal),* $(,)?) => { Api { $($field: get!($name)),* } };
+    }
+    Ok(api! {
+        get_version = "ncclGetVersion", get_unique_id = "ncclGetUniqueId",
+        comm_init_rank = "ncclCommInitRank", comm_init_all = "ncclCommInitAll",
+        comm_abort = "ncclCommAbort", comm_get_async_error = "ncclCommGetAsyncError",
+        get_error_string = "ncclGetErrorString", all_gather = "ncclAllGather",
+        all_reduce = "ncclAllReduce", send = "ncclSend", recv = "ncclRecv",
+        group_start = "ncclGroupStart", group_end = "ncclGroupEnd",
     })
 }
 
@@ -312,34 +300,22 @@ impl Comm {
         // SAFETY: no arguments.
         check(api, "ncclGroupStart", unsafe { (api.group_start)() })?;
         let mut result = Ok(());
-        for &(ptr, bytes, peer) in sends.iter().filter(|s| s.1 > 0) {
-            // SAFETY: `ptr` holds `bytes` bytes on this GPU, ordered on its stream by the caller.
+        let sends = sends.iter().map(|s| (s, true));
+        let transfers = sends.chain(receives.iter().map(|r| (r, false)));
+        for (&(ptr, bytes, peer), send) in transfers.filter(|(t, _)| t.1 > 0) {
+            let (peer, stream) = (peer as c_int, self.stream());
+            let ty = ncclDataType_t::ncclUint8;
             result = result.and_then(|_| {
-                check(api, "ncclSend", unsafe {
-                    (api.send)(
-                        ptr as *const c_void,
-                        bytes,
-                        ncclDataType_t::ncclUint8,
-                        peer as c_int,
-                        self.comm,
-                        self.stream(),
-                    )
-                })
-            });
-        }
-        for &(ptr, bytes, peer) in receives.iter().filter(|r| r.1 > 0) {
-            // SAFETY: `ptr` has room for `bytes` bytes on this GPU, ordered on its stream.
-            result = result.and_then(|_| {
-                check(api, "ncclRecv", unsafe {
-                    (api.recv)(
-                        ptr as *mut c_void,
-                        bytes,
-                        ncclDataType_t::ncclUint8,
-                        peer as c_int,
-                        self.comm,
-                        self.stream(),
-                    )
-                })
+                // SAFETY: a send's `ptr` holds `bytes` bytes on this GPU, a receive's has room for
+                // them, ordered on its stream by the caller.
+                let r = unsafe {
+                    if send {
+                        (api.send)(ptr as *const c_void, bytes, ty, peer, self.comm, stream)
+                    } else {
+                        (api.recv)(ptr as *mut c_void, bytes, ty, peer, self.comm, stream)
+                    }
+                };
+                check(api, if send { "ncclSend" } else { "ncclRecv" }, r)
             });
         }
         // SAFETY: closes the group opened above, whatever happened inside it.

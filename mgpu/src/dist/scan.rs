@@ -2,8 +2,7 @@
 //! the carry-in of the ranks before it.
 
 use super::{Group, Rank, Sharded};
-use crate::buffer::{check_place, length_mismatch};
-use crate::error::{LengthRule, Result};
+use crate::error::Result;
 use crate::{CarryIn, Element, Op, ScanOptions, Slice, SliceMut, Source, Total};
 use std::sync::Mutex;
 
@@ -20,15 +19,14 @@ impl Rank {
     /// use mgpu::{dist::Group, Op, ScanOptions};
     /// let group = Group::cpu(2);
     /// let outs = group.run(|rank| {
-    ///     let ctx = rank.context();
-    ///     let input = ctx.upload(&[1, 2, 3])?;
-    ///     let mut out = ctx.zeros::<i32>(3)?;
+    ///     let (input, mut out) = (rank.context().upload(&[1, 2, 3])?, rank.context().zeros(3)?);
     ///     let total = rank.scan(&input, &mut out, &Op::plus(), ScanOptions::exclusive())?;
     ///     Ok((out.to_vec()?, total))
     /// })?;
     /// assert_eq!(outs, vec![(vec![0, 1, 3], 12), (vec![6, 7, 9], 12)]);
     /// # Ok::<(), mgpu::Error>(())
     /// ```
+    // Context::scan's public parameters: the signatures repeat.
     pub fn scan<T: Element>(
         &self,
         input: &impl Source<T>,
@@ -37,32 +35,11 @@ impl Rank {
         options: ScanOptions,
     ) -> Result<T> {
         let ctx = self.context();
-        let out = output.view();
-        let valid = check_place(ctx, &out.at, "scan: the output").and_then(|_| {
-            if out.len() < input.source_len() {
-                Err(length_mismatch(
-                    LengthRule::AtLeast,
-                    "scan",
-                    "the output",
-                    out.len(),
-                    input.source_len(),
-                    "the input",
-                ))
-            } else {
-                Ok(())
-            }
-        });
-        let local = valid.and_then(|_| ctx.reduce(input, op));
-        let (carry, total) = self.carry(op, local)?;
-        ctx.scan_with_carry(
-            input,
-            output,
-            op,
-            options,
-            CarryIn::Host(carry),
-            Total::None,
-        )?;
-        Ok(total)
+        // Checked before the collective, so that bad input fails every rank and writes nothing.
+        let local = crate::scan::scan_args(ctx, input, output).and_then(|_| ctx.reduce(input, op));
+        self.scan_after(op, local, |carry| {
+            ctx.scan_with_carry(input, output, op, options, carry, Total::None)
+        })
     }
 
     /// [`scan`](Rank::scan) in place.
@@ -72,15 +49,23 @@ impl Rank {
         op: &Op<T>,
         options: ScanOptions,
     ) -> Result<T> {
-        let local = self.context().reduce(&data.view(), op);
+        let ctx = self.context();
+        let local = ctx.reduce(&data.view(), op);
+        self.scan_after(op, local, |carry| {
+            ctx.scan_in_place_with_carry(data, op, options, carry, Total::None)
+        })
+    }
+
+    /// Gathers the ranks' totals (or errors), then runs `scan` after the fold of the totals of
+    /// the ranks before this one; returns the fold of all of them.
+    fn scan_after<T: Element>(
+        &self,
+        op: &Op<T>,
+        local: Result<T>,
+        scan: impl FnOnce(CarryIn<'_, T>) -> Result<Option<T>>,
+    ) -> Result<T> {
         let (carry, total) = self.carry(op, local)?;
-        self.context().scan_in_place_with_carry(
-            data,
-            op,
-            options,
-            CarryIn::Host(carry),
-            Total::None,
-        )?;
+        scan(CarryIn::Host(carry))?;
         Ok(total)
     }
 

@@ -520,14 +520,13 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
 // Merges one output tile of a four-way pass: the tile's parts of A, B, C and D (from `quads`)
 // go to shared memory side by side; the first level merges A with B and C with D in one sweep
 // (a thread whose outputs straddle the two merges switches runs mid-way), the second merges the
-// two results. Opens like mgpu_merge_pass but without out_tile: through it, 64-bit keys at
-// 256x9x3 took 72 registers, not 66 (NVRTC 13.5).
+// two results. Without out_tile (mgpu_merge_pass's opening): through it, 64-bit keys at 256x9x3
+// took 72 registers, not 66 (NVRTC 13.5).
 #ifdef MGPU_WANT_mgpu_merge4_pass
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
                      u64 width, const u64* quads) {
   __shared__ SortStorage s;
-  Comp comp;
   int tid = threadIdx.x;
   u64 tile = blockIdx.x;
   u64 out_begin = tile * MGPU_NV;
@@ -556,6 +555,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   bool async_v = keys_to_shared(s, src_k, src_v, ends, tid);
 
   // First level: outputs [0, nab) merge A and B, outputs [nab, total) merge C and D.
+  Comp comp;
   K k[MGPU_VT];
   V v[MGPU_VT];
   int from[MGPU_VT];
