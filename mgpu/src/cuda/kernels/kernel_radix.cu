@@ -47,11 +47,24 @@ __device__ __forceinline__ unsigned digit_of(const K& key, int shift, unsigned m
 // key) and not a bin.
 __device__ __forceinline__ unsigned no_digit() { return RADIX_BINS + (threadIdx.x & 31); }
 
+// The lanes whose `label` agrees with this lane's in bit `bit`: one ballot, its complement where
+// this lane's bit is clear (predicated, no select).
+__device__ __forceinline__ unsigned lanes_agreeing(unsigned label, unsigned bit) {
+  unsigned lanes;
+  asm("{\n .reg .pred p;\n and.b32 %0, %1, %2;\n setp.ne.u32 p, %0, 0;\n"
+      " vote.sync.ballot.b32 %0, p, 0xffffffff;\n @!p not.b32 %0, %0;\n}"
+      : "=r"(lanes)
+      : "r"(label), "r"(1u << bit));
+  return lanes;
+}
+
 // A warp's ranking of its keys by digit. Key i of lane l is the warp's key i * 32 + l (the
 // tile's order), so processing i in turn and lanes in lane order ranks in input order: stable.
 // After it, `counts` (the warp's) holds how many of its keys have each digit, and `rank[i]` how
 // many of the warp's keys before key i have key i's digit. Lanes with one digit find each other
-// by ballots; the lowest adds their number to the digit's count.
+// by ballots; the lowest adds their number to the digit's count and hands the count before to
+// the others. Every lane takes part in every shuffle: a shuffle under a partial mask made the
+// compiler check convergence with match.any, the instruction the ballots replace.
 __device__ __forceinline__ void warp_rank(const unsigned (&digit)[MGPU_VT],
                                           unsigned short* counts, unsigned (&rank)[MGPU_VT]) {
   int lane = threadIdx.x & 31;
@@ -61,25 +74,20 @@ __device__ __forceinline__ void warp_rank(const unsigned (&digit)[MGPU_VT],
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     unsigned d = digit[i];
+    bool valid = d < RADIX_BINS;
     // The lanes whose digit is d, from one ballot per digit bit: match.any itself measured
     // compute-bound (a pass of 2^24 keys took 336 us, 6x a memcpy of its bytes).
-    unsigned peers = __ballot_sync(MGPU_FULL_MASK, d < RADIX_BINS);
+    unsigned peers = __ballot_sync(MGPU_FULL_MASK, valid);
 #pragma unroll
-    for (int bit = 0; bit < RADIX_BITS; ++bit) {
-      unsigned set = __ballot_sync(MGPU_FULL_MASK, (d >> bit) & 1);
-      peers &= (d >> bit) & 1 ? set : ~set;
-    }
-    if (d >= RADIX_BINS) peers = 1u << lane;
+    for (int bit = 0; bit < RADIX_BITS; ++bit) peers &= lanes_agreeing(d, bit);
+    if (!valid) peers = 1u << lane;
+    int leader = __ffs(peers) - 1;
     unsigned before = 0;
-    if (d < RADIX_BINS) {
-      int leader = __ffs(peers) - 1;
-      if (lane == leader) {
-        before = counts[d];
-        counts[d] = (unsigned short)(before + __popc(peers));
-      }
-      before = __shfl_sync(peers, before, leader);
+    if (valid && lane == leader) {
+      before = counts[d];
+      counts[d] = (unsigned short)(before + __popc(peers));
     }
-    rank[i] = before + __popc(peers & lower);
+    rank[i] = __shfl_sync(MGPU_FULL_MASK, before, leader) + __popc(peers & lower);
     __syncwarp();
   }
 }
