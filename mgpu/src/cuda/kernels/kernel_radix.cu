@@ -25,17 +25,18 @@ __device__ __forceinline__ unsigned radix_order(unsigned x) { return x; }
 __device__ __forceinline__ unsigned radix_order(int x) { return (unsigned)x ^ 0x80000000u; }
 __device__ __forceinline__ u64 radix_order(u64 x) { return x; }
 __device__ __forceinline__ u64 radix_order(i64 x) { return (u64)x ^ (1ull << 63); }
+// Selects, not branches: a branch here split every key's load from the next.
 __device__ __forceinline__ unsigned radix_order(float x) {
-  unsigned b = __float_as_uint(x);
-  if (x != x) return 0xffffffffu;
-  if (x == 0.0f) return 0x80000000u;
-  return (b & 0x80000000u) ? ~b : b | 0x80000000u;
+  unsigned b = __float_as_uint(x), magnitude = b & 0x7fffffffu;
+  unsigned ordered = b ^ ((unsigned)((int)b >> 31) | 0x80000000u);
+  ordered = magnitude == 0 ? 0x80000000u : ordered;
+  return magnitude > 0x7f800000u ? 0xffffffffu : ordered;
 }
 __device__ __forceinline__ u64 radix_order(double x) {
-  u64 b = (u64)__double_as_longlong(x);
-  if (x != x) return ~0ull;
-  if (x == 0.0) return 1ull << 63;
-  return (b >> 63) ? ~b : b | (1ull << 63);
+  u64 b = (u64)__double_as_longlong(x), magnitude = b & ~(1ull << 63);
+  u64 ordered = b ^ ((u64)((i64)b >> 63) | (1ull << 63));
+  ordered = magnitude == 0 ? 1ull << 63 : ordered;
+  return magnitude > 0x7ff0000000000000ull ? ~0ull : ordered;
 }
 
 __device__ __forceinline__ unsigned digit_of(const K& key, int shift, unsigned mask, u64 flip) {
@@ -60,20 +61,20 @@ __device__ __forceinline__ unsigned lanes_agreeing(unsigned label, unsigned bit)
 
 // A warp's ranking of its keys by digit. Key i of lane l is the warp's key i * 32 + l (the
 // tile's order), so processing i in turn and lanes in lane order ranks in input order: stable.
-// After it, `counts` (the warp's) holds how many of its keys have each digit, and `rank[i]` how
-// many of the warp's keys before key i have key i's digit. Lanes with one digit find each other
+// After it, `counts` (the warp's) holds how many of its keys have each digit, and `item[i]`,
+// which held key i's digit, holds the digit and above it (bits 16..) how many of the warp's keys
+// before key i have that digit: one register per key, not two. Lanes with one digit find each other
 // by ballots; the lowest adds their number to the digit's count and hands the count before to
 // the others. Every lane takes part in every shuffle: a shuffle under a partial mask made the
 // compiler check convergence with match.any, the instruction the ballots replace.
-__device__ __forceinline__ void warp_rank(const unsigned (&digit)[MGPU_VT],
-                                          unsigned short* counts, unsigned (&rank)[MGPU_VT]) {
+__device__ __forceinline__ void warp_rank(unsigned (&item)[MGPU_VT], unsigned short* counts) {
   int lane = threadIdx.x & 31;
   for (int b = lane; b < RADIX_BINS; b += MGPU_WARP) counts[b] = 0;
   __syncwarp();
   unsigned lower = (1u << lane) - 1;
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
-    unsigned d = digit[i];
+    unsigned d = item[i];
     bool valid = d < RADIX_BINS;
     // The lanes whose digit is d, from one ballot per digit bit: match.any itself measured
     // compute-bound (a pass of 2^24 keys took 336 us, 6x a memcpy of its bytes).
@@ -87,7 +88,8 @@ __device__ __forceinline__ void warp_rank(const unsigned (&digit)[MGPU_VT],
       before = counts[d];
       counts[d] = (unsigned short)(before + __popc(peers));
     }
-    rank[i] = __shfl_sync(MGPU_FULL_MASK, before, leader) + __popc(peers & lower);
+    unsigned rank = __shfl_sync(MGPU_FULL_MASK, before, leader) + __popc(peers & lower);
+    item[i] = d | rank << 16;
     __syncwarp();
   }
 }
@@ -119,16 +121,18 @@ struct RankStorage {
   CtaScanStorageOf<unsigned> scan;
 };
 
+// A key past the input's end has no place in the sorted tile.
+#define RADIX_NO_PLACE 0xffffffffu
+
 // Ranks the tile (every warp its keys, striped as in warp_rank) and returns, in thread b <
-// RADIX_BINS, the tile's count of digit b; `position[i]` becomes key i's place in the tile
-// sorted by digit. `publish(count)` runs in thread b as soon as its count is known: the pass
-// publishes it for later tiles' look-backs. Ends on a barrier.
+// RADIX_BINS, the tile's count of digit b; `item[i]`, key i's digit, becomes its place in the
+// tile sorted by digit (RADIX_NO_PLACE past the end). `publish(count)` runs in thread b as soon
+// as its count is known: the pass publishes it for later tiles' look-backs. Ends on a barrier.
 template <typename Publish>
-__device__ __forceinline__ unsigned rank_tile(const unsigned (&digit)[MGPU_VT],
-                                              unsigned (&position)[MGPU_VT], RankStorage& s,
+__device__ __forceinline__ unsigned rank_tile(unsigned (&item)[MGPU_VT], RankStorage& s,
                                               Publish&& publish) {
   int tid = threadIdx.x, warp = tid / MGPU_WARP;
-  warp_rank(digit, s.counts[warp], position);
+  warp_rank(item, s.counts[warp]);
   __syncthreads();
   unsigned count = tid < RADIX_BINS ? warp_offsets(s.counts, tid) : 0;
   if (tid < RADIX_BINS) publish(count);
@@ -138,8 +142,8 @@ __device__ __forceinline__ unsigned rank_tile(const unsigned (&digit)[MGPU_VT],
   __syncthreads();
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
-    unsigned d = digit[i];
-    if (d < RADIX_BINS) position[i] += s.bin_start[d] + s.counts[warp][d];
+    unsigned d = item[i] & 0xffff, rank = item[i] >> 16;
+    item[i] = d < RADIX_BINS ? rank + s.bin_start[d] + s.counts[warp][d] : RADIX_NO_PLACE;
   }
   return count;
 }
@@ -159,27 +163,37 @@ union TileItems {
 // The ranked items (keys or values) to their places in the tile sorted by digit, in shared memory.
 template <typename X>
 __device__ __forceinline__ void place_ranked(X* tile, const X (&x)[MGPU_VT],
-                                             const unsigned (&digit)[MGPU_VT],
-                                             const unsigned (&position)[MGPU_VT]) {
+                                             const unsigned (&place)[MGPU_VT]) {
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i)
-    if (digit[i] < RADIX_BINS) tile[position[i]] = x[i];
+    if (place[i] != RADIX_NO_PLACE) tile[place[i]] = x[i];
+}
+
+// The `n` items of a tile striped, every load issued before any is used: a full tile's without a
+// bound check, the last tile's predicated.
+template <typename X>
+__device__ __forceinline__ void load_striped(const X* in, int n, X (&x)[MGPU_VT]) {
+  if (n == MGPU_NV) {
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) x[i] = in[striped(i)];
+  } else {
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i)
+      if (striped(i) < n) x[i] = in[striped(i)];
+  }
 }
 
 // The values of a tile at `base` (n items): read, or generated (indices: the input position).
 __device__ __forceinline__ void load_values(const V* values_in, u64 base, u64 index_base, int n,
                                             V (&v)[MGPU_VT]) {
+  if (MGPU_VALUES == 2 && !values_in) {
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) {
-    int j = striped(i);
-    if (j < n) {
-      if (MGPU_VALUES == 2 && !values_in) {
-        unsigned index = (unsigned)(index_base + base + j);
-        memcpy(&v[i], &index, sizeof(unsigned) < sizeof(V) ? sizeof(unsigned) : sizeof(V));
-      } else {
-        v[i] = values_in[base + j];
-      }
+    for (int i = 0; i < MGPU_VT; ++i) {
+      unsigned index = (unsigned)(index_base + base + striped(i));
+      memcpy(&v[i], &index, sizeof(unsigned) < sizeof(V) ? sizeof(unsigned) : sizeof(V));
     }
+  } else {
+    load_striped(values_in + base, n, v);
   }
 }
 
@@ -200,16 +214,19 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
   u64 first = p * portion, end = min(first + portion, count);
   for (u64 chunk = first + (u64)(blockIdx.x % per_portion) * MGPU_NV; chunk < end;
        chunk += (u64)per_portion * MGPU_NV) {
-#pragma unroll 4
+    // The chunk's keys loaded first (striped like a pass's tile), then counted.
+    int n = (int)min((u64)MGPU_NV, end - chunk);
+    K key[MGPU_VT];
+    load_striped(keys + chunk, n, key);
+#pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
-      u64 j = chunk + (u64)i * MGPU_NT + tid;
-      if (j < end) {
-        K key = keys[j];
+      int j = striped(i);
+      if (j < n) {
         if (keys_copy) {
-          keys_copy[j] = key;
-          if (MGPU_VALUES == 1) values_copy[j] = values[j];
+          keys_copy[chunk + j] = key[i];
+          if (MGPU_VALUES == 1) values_copy[chunk + j] = values[chunk + j];
         }
-        U bits = (U)(MGPU_ORDER_BITS(key)) ^ (U)flip;
+        U bits = (U)(MGPU_ORDER_BITS(key[i])) ^ (U)flip;
         for (int pass = 0; pass < passes; ++pass) {
           int shift = begin_bit + pass * RADIX_BITS;
           unsigned mask = (1u << min(RADIX_BITS, end_bit - shift)) - 1;
@@ -272,23 +289,18 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
     K key[MGPU_VT];
-    unsigned digit[MGPU_VT], position[MGPU_VT];
+    unsigned item[MGPU_VT];  // a key's digit, then its place in the tile sorted by digit
+    load_striped(keys_in + base, n, key);
 #pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      int j = striped(i);
-      digit[i] = no_digit();
-      if (j < n) {
-        key[i] = keys_in[base + j];
-        digit[i] = digit_of(key[i], shift, mask, flip);
-      }
-    }
-    unsigned count = rank_tile(digit, position, s.rank, [&](unsigned c) {
+    for (int i = 0; i < MGPU_VT; ++i)
+      item[i] = striped(i) < n ? digit_of(key[i], shift, mask, flip) : no_digit();
+    unsigned count = rank_tile(item, s.rank, [&](unsigned c) {
       thread_publish(status.word_of(tid), tile, c);
     });
     // Values are read once the keys are ranked: fewer registers live across the ranking.
     V value[MGPU_VT];
     if (MGPU_VALUES) load_values(values_in, base, index_base, n, value);
-    place_ranked(s.items.keys, key, digit, position);
+    place_ranked(s.items.keys, key, item);
     // The look-back waits last: by now the tiles before have most likely published their P.
     if (tid < RADIX_BINS) {
       unsigned before = thread_lookback(status.word_of(tid), tile, count, Plus32(), 0u);
@@ -312,7 +324,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     }
     if (MGPU_VALUES) {
       __syncthreads();
-      place_ranked(s.items.values, value, digit, position);
+      place_ranked(s.items.values, value, item);
       __syncthreads();
 #pragma unroll
       for (int i = 0; i < MGPU_VT; ++i) {
@@ -339,28 +351,27 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   __shared__ TileStorage s;
   K key[MGPU_VT];
   V value[MGPU_VT];
+  // One tile, loaded once: a full tile's separate load path would only cost registers here.
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) {
-    int j = striped(i);
-    if (j < count) key[i] = keys_in[j];
-  }
+  for (int i = 0; i < MGPU_VT; ++i)
+    if (striped(i) < count) key[i] = keys_in[striped(i)];
   if (MGPU_VALUES) load_values(values_in, 0, 0, count, value);
   for (int pass = 0; pass < passes; ++pass) {
     int shift = begin_bit + pass * RADIX_BITS;
     unsigned mask = (1u << min(RADIX_BITS, end_bit - shift)) - 1;
-    unsigned digit[MGPU_VT], position[MGPU_VT];
+    unsigned item[MGPU_VT];
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i)
-      digit[i] = striped(i) < count ? digit_of(key[i], shift, mask, flip) : no_digit();
-    rank_tile(digit, position, s.rank, [](unsigned) {});
-    place_ranked(s.items.keys, key, digit, position);
+      item[i] = striped(i) < count ? digit_of(key[i], shift, mask, flip) : no_digit();
+    rank_tile(item, s.rank, [](unsigned) {});
+    place_ranked(s.items.keys, key, item);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i)
       if (striped(i) < count) key[i] = s.items.keys[striped(i)];
     if (MGPU_VALUES) {
       __syncthreads();
-      place_ranked(s.items.values, value, digit, position);
+      place_ranked(s.items.values, value, item);
       __syncthreads();
 #pragma unroll
       for (int i = 0; i < MGPU_VT; ++i)
