@@ -24,8 +24,9 @@ use std::sync::Arc;
 /// Which algorithm [`sort_with`](Context::sort_with) and its siblings run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SortAlgorithm {
-    /// The faster algorithm that applies; today the merge sort (the radix sort does not yet beat
-    /// it: BENCHMARKS.md). Every algorithm gives the same result.
+    /// The faster algorithm that applies: the radix sort for arithmetic keys under the built-in
+    /// `less` or `greater` (faster from 2^16 keys up on the H100: BENCHMARKS.md), the merge sort
+    /// for every other comparator. Every algorithm gives the same result.
     #[default]
     Auto,
     /// The merge sort: any key type, any comparator.
@@ -285,9 +286,7 @@ pub(crate) fn choose<K: Element>(
 ) -> Result<Option<RadixKey<K>>> {
     match algorithm {
         SortAlgorithm::Merge => Ok(None),
-        // The merge sort until the radix sort is the faster of the two (BENCHMARKS.md, "Radix
-        // sort"): at 2^24 i32 keys it is not yet.
-        SortAlgorithm::Auto => Ok(None),
+        SortAlgorithm::Auto => Ok(builtin_key(comparator)),
         SortAlgorithm::Radix => {
             builtin_key(comparator)
                 .map(Some)
