@@ -63,9 +63,9 @@ __device__ __forceinline__ unsigned lanes_agreeing(unsigned label, unsigned bit)
 // tile's order), so processing i in turn and lanes in lane order ranks in input order: stable.
 // After it, `counts` (the warp's) holds how many of its keys have each digit, and `item[i]`,
 // which held key i's digit, holds the digit and above it (bits 16..) how many of the warp's keys
-// before key i have that digit: one register per key, not two. Lanes with one digit find each other
-// by ballots; the lowest adds their number to the digit's count and hands the count before to
-// the others. Every lane takes part in every shuffle: a shuffle under a partial mask made the
+// before key i have that digit: one register per key, not two. Lanes with one digit find each
+// other by ballots; the lowest adds their number to the digit's count and hands the count before
+// to the others. Every lane takes part in every shuffle: a shuffle under a partial mask made the
 // compiler check convergence with match.any, the instruction the ballots replace.
 __device__ __forceinline__ void warp_rank(unsigned (&item)[MGPU_VT], unsigned short* counts) {
   int lane = threadIdx.x & 31;
