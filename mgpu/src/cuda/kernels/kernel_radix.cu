@@ -273,10 +273,11 @@ struct PassStorage {
 
 // One pass over the `count` keys of a portion (its first key is the input's `index_base`):
 // persistent CTAs take tiles in ticket order. `bases[d]`: where the portion's first key of digit
-// d goes; its last tile writes the next portion's (`next_bases`, unless it is the last). Each tile publishes its count of every digit,
-// thread d looks back over digit d's counts of the tiles before (thread_lookback), and the tile
-// scatters its keys, sorted by digit in shared memory, to bases[d] + that prefix + their place
-// among the tile's keys of digit d. `values_in` null with MGPU_VALUES 2: indices generated.
+// d goes; its last tile writes the next portion's (`next_bases`, unless it is the last). Each
+// tile publishes its count of every digit, thread d looks back over digit d's counts of the tiles
+// before (thread_publish, thread_lookback), and the tile scatters its keys, sorted by digit in
+// shared memory, to bases[d] + that prefix + their place among the tile's keys of digit d.
+// `values_in` null with MGPU_VALUES 2: indices generated.
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_radix_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
                     u64 index_base, const u64* bases, u64* next_bases, int shift, int bits,
