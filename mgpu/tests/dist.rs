@@ -194,6 +194,59 @@ fn ranks_on_one_gpu() {
     }
 }
 
+/// More than 2^31 items in total over two uneven ranks on one GPU: reduce, scan and sort give
+/// the single-context results (64-bit offsets and counts through the exchange).
+#[test]
+fn past_2_pow_31_on_one_gpu() {
+    let Some(gpu) = gpu() else { return };
+    let n = (1usize << 31) + 1000;
+    // The data, the scan's output, and the sort's keys, ping-pong, exchange and merge buffers.
+    if !has_memory(&gpu, 6 * n as u64, "dist past 2^31") {
+        return;
+    }
+    let data: Vec<u8> = (0..n)
+        .map(|i| ((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8)
+        .collect();
+    let group = Group::on_one_device(&gpu, 2).unwrap();
+    let lengths = [n / 3 * 2, n - n / 3 * 2];
+    let sharded = Sharded::scatter_by(&group, &data, &lengths).unwrap();
+    let mut counts = [0u64; 256];
+    for &x in &data {
+        counts[x as usize] += 1;
+    }
+    let sum = counts
+        .iter()
+        .enumerate()
+        .fold(0u8, |a, (x, &c)| a.wrapping_add((x as u64 * c) as u8));
+    assert_eq!(group.reduce(&sharded, &Op::plus()).unwrap(), sum);
+
+    let mut scanned = Sharded::scatter_by(&group, &data, &lengths).unwrap();
+    let total = group
+        .scan_in_place(&mut scanned, &Op::plus(), ScanOptions::inclusive())
+        .unwrap();
+    assert_eq!(total, sum);
+    let scanned = scanned.gather(&group).unwrap();
+    let mut running = 0u8;
+    for (i, (&x, &y)) in data.iter().zip(&scanned).enumerate() {
+        running = running.wrapping_add(x);
+        assert_eq!(y, running, "inclusive scan at {i}");
+    }
+    drop(scanned);
+
+    let sorted = group.sort(sharded, &Comparator::less()).unwrap();
+    check_balance(sorted.shard_lengths(), n, "sort past 2^31");
+    let sorted = sorted.gather(&group).unwrap();
+    let mut at = 0;
+    for (x, &c) in counts.iter().enumerate() {
+        let run = &sorted[at..at + c as usize];
+        assert!(
+            run.iter().all(|&y| y as usize == x),
+            "the run of {x}s at {at}"
+        );
+        at += c as usize;
+    }
+}
+
 /// NCCL with one rank on the GPU (where NCCL is found; required with MGPU_REQUIRE_NCCL=1).
 #[test]
 fn nccl_one_rank() {
@@ -233,10 +286,12 @@ fn a_failing_rank_fails_every_rank() {
                 let input = c.upload(&[1, 2, 3, 4])?;
                 // Rank 1's output is too short.
                 let mut out = c.zeros::<i32>(if rank.rank() == 1 { 2 } else { 4 })?;
-                Ok(rank.scan(&input, &mut out, &Op::plus(), ScanOptions::inclusive()))
+                let outcome = rank.scan(&input, &mut out, &Op::plus(), ScanOptions::inclusive());
+                Ok((outcome, out.to_vec()?))
             })
             .unwrap();
-        for (q, outcome) in outcomes.iter().enumerate() {
+        for (q, (outcome, out)) in outcomes.iter().enumerate() {
+            assert!(out.iter().all(|&x| x == 0), "rank {q} wrote {out:?}");
             match outcome {
                 Err(e @ Error::LengthMismatch { .. }) if q == 1 => assert!(e.is_invalid_input()),
                 Err(Error::RankFailed {

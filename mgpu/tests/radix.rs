@@ -981,16 +981,6 @@ fn radix_key_accessors_and_ordered_bits() {
     assert_eq!(fd.ordered_bits(&-0.0), fd.ordered_bits(&0.0));
 }
 
-/// Whether the GPU has `bytes` free (with a margin); a note when not.
-fn has_memory(ctx: &Context, bytes: u64, what: &str) -> bool {
-    let free = ctx.device_info().map_or(0, |d| d.memory_free);
-    let ok = free >= bytes + (bytes >> 3) + (256 << 20);
-    if !ok {
-        eprintln!("skipped {what}: needs {bytes} bytes of GPU memory, {free} free");
-    }
-    ok
-}
-
 /// Keys per portion of the GPU's radix sort for a tile of `nv`: 2^28 / NV tiles of NV keys.
 fn portion(nv: usize) -> usize {
     (1 << 28) / nv * nv

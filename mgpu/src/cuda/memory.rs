@@ -169,6 +169,37 @@ impl Gpu {
         self.synchronize()
     }
 
+    /// Copies `out.len()` elements to the host, element `i` from `src + i * stride` bytes (one
+    /// 2-D copy, not one per element), after the work queued on this stream (synchronizes).
+    /// Every element read lies inside one live allocation (the callers' checks).
+    pub(crate) fn download_strided<T: Element>(
+        &self,
+        src: sys::CUdeviceptr,
+        stride: usize,
+        out: &mut [T],
+    ) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        if out.len() <= 1 || stride == size {
+            return self.download(src, out);
+        }
+        // SAFETY: a plain-data struct; every field the copy reads is set below.
+        let mut copy: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
+        copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        copy.srcDevice = src;
+        copy.srcPitch = stride;
+        copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+        copy.dstHost = out.as_mut_ptr().cast();
+        copy.dstPitch = size;
+        copy.WidthInBytes = size;
+        copy.Height = out.len();
+        // SAFETY: rows `src + i * stride .. + size` lie inside a live allocation (the callers'
+        // bounds checks); `out` holds `Height` rows of `size` bytes and outlives the copy, as
+        // the stream is synchronized before returning.
+        unsafe { sys::cuMemcpy2DAsync_v2(&copy, self.stream.cu_stream()).result() }
+            .map_err(driver("copying device to host (strided)"))?;
+        self.synchronize()
+    }
+
     /// Device-to-device copy of `bytes` from `src` to `dst` on this stream; both ranges lie inside
     /// live allocations (checked by the callers).
     pub(crate) fn copy(

@@ -18,6 +18,9 @@ pub struct Rank {
     comm: Communicator,
     /// Its place among this process's ranks (the group's `ranks()`).
     pub(crate) local: usize,
+    /// Whether every rank of the group works on this rank's device (streams of one GPU, or the
+    /// CPU): then the bytes they move together, not one rank's wait, set the time.
+    pub(crate) one_device: bool,
 }
 
 impl Rank {
@@ -86,6 +89,8 @@ impl Group {
         }
         let hub = Hub::new(contexts.len());
         let timeout = default_timeout();
+        let device = |c: &Context| c.device_info().map(|d| d.ordinal);
+        let one_device = contexts.iter().all(|c| device(c) == device(&contexts[0]));
         let ranks = contexts
             .into_iter()
             .enumerate()
@@ -93,6 +98,7 @@ impl Group {
                 ctx,
                 comm: Communicator::in_process(r, hub.clone(), timeout),
                 local: r,
+                one_device,
             })
             .collect::<Vec<_>>();
         Ok(Group {
@@ -170,6 +176,7 @@ impl Group {
                 ctx,
                 comm: Communicator::nccl(r, world, comm, timeout),
                 local: r,
+                one_device: world == 1,
             })
             .collect();
         Ok(Group {
@@ -240,6 +247,7 @@ impl Group {
                 ctx,
                 comm: Communicator::nccl(rank, world, comm, timeout),
                 local: 0,
+                one_device: world == 1,
             }],
             hub: None,
         })

@@ -14,6 +14,10 @@ use std::sync::Mutex;
 /// even size by about `1 / OVERSAMPLE` of it) for a larger gather of samples.
 const OVERSAMPLE: usize = 64;
 
+/// Samples per rank at least: the finer the sample, the less of the run is read to place a
+/// splitter in it (one sample's stride).
+const MIN_SAMPLES: usize = 1024;
+
 /// A splitter: the element `(key, rank, position in that rank's sorted run)`.
 #[derive(Clone, Copy, Debug)]
 struct Splitter<K> {
@@ -107,28 +111,26 @@ impl Rank {
         if world == 1 {
             return Ok((keys, values));
         }
-        // 2. A regular sample of the sorted run, gathered by every rank.
-        let samples = (n.min(OVERSAMPLE * world)).max(usize::from(n > 0));
-        let sample_at = |i: usize, n: usize, s: usize| (2 * i + 1) * n / (2 * s);
-        let mine = (0..samples)
-            .map(|i| read(&keys, sample_at(i, n, samples)))
-            .collect::<Result<Vec<K>>>();
+        // 2. A regular sample of the sorted run (one strided read), gathered by every rank.
+        let sample = Sample::new(n, (OVERSAMPLE * world).max(MIN_SAMPLES));
+        let mine = read_strided(&keys, sample.first, sample.stride, sample.count);
         let gathered = comm.all_gather_checked("sort", mine)?;
-        // 3. Splitters: the samples in (key, rank, position) order, each standing for its
-        //    rank's length / samples elements; splitter j is the first sample whose estimated
-        //    place in the whole reaches j / world of it.
+        let mine = &gathered[self.rank()];
+        // 3. Splitters: the samples in (key, rank, position) order, each standing for the
+        //    elements of its stride; splitter j is the first sample whose estimated place in
+        //    the whole reaches j / world of it.
         let mut candidates: Vec<(Splitter<K>, f64)> = Vec::new();
         for (q, keys_q) in gathered.iter().enumerate() {
-            let (len, s) = (lengths[q] as usize, keys_q.len());
+            let at = Sample::new(lengths[q] as usize, (OVERSAMPLE * world).max(MIN_SAMPLES));
             for (i, &key) in keys_q.iter().enumerate() {
-                let position = sample_at(i, len, s) as u64;
+                let position = (at.first + i * at.stride) as u64;
                 candidates.push((
                     Splitter {
                         key,
                         rank: q,
                         position,
                     },
-                    len as f64 / s as f64,
+                    at.weight(i) as f64,
                 ));
             }
         }
@@ -161,9 +163,11 @@ impl Rank {
                 Some(s) if s.rank == me => s.position as usize,
                 // Equal keys of lower ranks come first: past all of this rank's equal keys.
                 Some(s) if s.rank < me => {
-                    partition_point(&keys, n, |x| comparator.before(x, &s.key))?
+                    sample.partition_point(&keys, mine, |x| comparator.before(x, &s.key))?
                 }
-                Some(s) => partition_point(&keys, n, |x| !comparator.before(&s.key, x))?,
+                Some(s) => {
+                    sample.partition_point(&keys, mine, |x| !comparator.before(&s.key, x))?
+                }
             };
             last = bound.clamp(last, n);
             bounds.push(last);
@@ -188,27 +192,85 @@ impl Rank {
     }
 }
 
-/// Key `i` of the buffer, on the host.
-fn read<K: Element>(keys: &Buffer<K>, i: usize) -> Result<K> {
-    Ok(keys.slice(i..i + 1).to_vec()?[0])
+/// Samples of a sorted run of `n`: `count` keys, key `i` at `first + i * stride`, each
+/// standing for the `stride` keys from `i * stride` (the last for the rest of the run).
+struct Sample {
+    n: usize,
+    first: usize,
+    stride: usize,
+    count: usize,
 }
 
-/// The first index of `keys[..n]` (sorted) where `below` is false.
-fn partition_point<K: Element>(
-    keys: &Buffer<K>,
-    n: usize,
-    below: impl Fn(&K) -> bool,
-) -> Result<usize> {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if below(&read(keys, mid)?) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
+impl Sample {
+    /// About `wanted` samples of a run of `n` (all of its keys when it is shorter).
+    fn new(n: usize, wanted: usize) -> Sample {
+        if n == 0 {
+            return Sample {
+                n,
+                first: 0,
+                stride: 1,
+                count: 0,
+            };
+        }
+        let stride = n.div_ceil(wanted);
+        let count = n.div_ceil(stride);
+        // The middle of each stride, as far as the last sample stays in the run.
+        let first = (stride / 2).min(n - 1 - (count - 1) * stride);
+        Sample {
+            n,
+            first,
+            stride,
+            count,
         }
     }
-    Ok(lo)
+
+    /// How many keys sample `i` stands for.
+    fn weight(&self, i: usize) -> usize {
+        ((i + 1) * self.stride).min(self.n) - i * self.stride
+    }
+
+    /// The first index of the sorted run `keys` where `below` is false, knowing `samples` (its
+    /// keys at the sample positions): the samples narrow it to one stride, which is read once.
+    fn partition_point<K: Element>(
+        &self,
+        keys: &Buffer<K>,
+        samples: &[K],
+        below: impl Fn(&K) -> bool,
+    ) -> Result<usize> {
+        let i = samples.partition_point(&below);
+        let lo = if i == 0 {
+            0
+        } else {
+            self.first + (i - 1) * self.stride + 1
+        };
+        let hi = if i == samples.len() {
+            self.n
+        } else {
+            self.first + i * self.stride
+        };
+        let between = keys.slice(lo..hi).to_vec()?;
+        Ok(lo + between.partition_point(below))
+    }
+}
+
+/// Keys `first + i * stride` for `i < count` of `keys`, on the host: one strided copy.
+fn read_strided<K: Element>(
+    keys: &Buffer<K>,
+    first: usize,
+    stride: usize,
+    count: usize,
+) -> Result<Vec<K>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let view = keys.slice(first..first + (count - 1) * stride + 1);
+    if let Some(host) = view.at.host() {
+        return Ok(host.iter().step_by(stride).copied().collect());
+    }
+    let (home, ptr) = view.at.device().expect("host or device");
+    let mut out = vec![K::zeroed(); count];
+    home.download_strided(ptr, stride * std::mem::size_of::<K>(), &mut out)?;
+    Ok(out)
 }
 
 /// Merges adjacent runs (lengths `runs`, in rank order) pairwise until one is left, ping-ponging

@@ -269,3 +269,13 @@ pub fn serial_merge<K: Element>(
     }
     (out, from)
 }
+
+/// Whether the GPU has `bytes` free (with a margin); a note when not.
+pub fn has_memory(ctx: &Context, bytes: u64, what: &str) -> bool {
+    let free = ctx.device_info().map_or(0, |d| d.memory_free);
+    let ok = free >= bytes + (bytes >> 3) + (256 << 20);
+    if !ok {
+        eprintln!("skipped {what}: needs {bytes} bytes of GPU memory, {free} free");
+    }
+    ok
+}
