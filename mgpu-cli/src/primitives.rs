@@ -15,6 +15,7 @@ pub(crate) const PRIMITIVES: &[&str] = &[
     "reduce-by-key",
     "segreduce",
     "spmv",
+    "dist",
 ];
 
 /// Those of the compaction family (bench/compact.rs).
@@ -39,6 +40,7 @@ pub(crate) fn bench_types(primitive: &str) -> (&'static [&'static str], &'static
     match primitive {
         "segreduce" => (WIDE, &["i32"]),
         "spmv" => (&["f32", "f64"], &["f32", "f64"]),
+        "dist" => (&["i32", "i64", "u32", "u64", "f32", "f64"], &["i32"]),
         "sort" | "radix" => (TYPES, RADIX_TYPES),
         "merge" => (&["i32", "i64", "u32", "u64", "f32", "f64"], WIDE),
         _ => (TYPES, WIDE),

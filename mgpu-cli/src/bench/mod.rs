@@ -8,6 +8,7 @@
 //! measure their families and use only the harness.
 
 mod compact;
+mod dist;
 pub(crate) mod harness;
 mod reduce_scan;
 mod segreduce;
@@ -117,6 +118,12 @@ pub struct BenchArgs {
         hide_possible_values = true
     )]
     dist: Vec<KeyDist>,
+    /// dist: the rank counts, comma-separated [default: 1,2]
+    #[arg(long, value_name = "N,..", value_delimiter = ',')]
+    ranks: Vec<usize>,
+    /// dist: where the ranks run
+    #[arg(long, value_enum, default_value = "one-gpu")]
+    placement: dist::Placement,
 }
 
 /// `--transform`'s functions.
@@ -149,10 +156,10 @@ impl From<BenchArgs> for Args {
             let (_, defaults) = bench_types(&b.primitive);
             defaults.iter().map(|t| t.to_string()).collect()
         };
-        let (default_sizes, default_reps) = if b.quick {
-            (24..=24, 10)
-        } else {
-            (16..=28, 20)
+        let (default_sizes, default_reps) = match (b.quick, b.primitive == "dist") {
+            (true, _) => (24..=24, 10),
+            (false, true) => (28..=28, 10),
+            (false, false) => (16..=28, 20),
         };
         Args {
             primitive: b.primitive,
@@ -184,6 +191,20 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             args.primitive
         ));
     }
+    if (!args.ranks.is_empty() || args.placement != dist::Placement::OneGpu)
+        && args.primitive != "dist"
+    {
+        return Err("bench: --ranks and --placement are for dist".into());
+    }
+    if args.ranks.contains(&0) {
+        return Err("bench dist: a group needs at least one rank".into());
+    }
+    let ranks = if args.ranks.is_empty() {
+        vec![1, 2]
+    } else {
+        args.ranks.clone()
+    };
+    let placement = args.placement;
     let a = Args::from(args);
     // A tuning file that cannot be used fails here, with its name, rather than in the first call.
     let (source, _) = mgpu::tuning::check().map_err(|e| e.to_string())?;
@@ -192,7 +213,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     if !ctx.is_gpu() {
         output::note("warning: no GPU; timing the CPU backend (wall clock), no peer");
     }
-    let peer = if a.peer && ctx.is_gpu() {
+    let peer = if a.peer && ctx.is_gpu() && a.primitive != "dist" {
         match Peer::build() {
             Ok(Some(p)) => Some(p),
             Ok(None) => {
@@ -214,8 +235,13 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     } else {
         ""
     };
+    let clock = if a.primitive == "dist" {
+        "wall clock"
+    } else {
+        "CUDA events"
+    };
     output::line(format!(
-        "# mgpu bench {}{algo} on {}, median of {} runs (CUDA events), ratios > 1: mgpu faster",
+        "# mgpu bench {}{algo} on {}, median of {} runs ({clock}), ratios > 1: mgpu faster",
         a.primitive,
         ctx.description(),
         a.reps
@@ -225,7 +251,9 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     ));
     let steps = (a.types.len() * a.sizes.clone().count()) as u64;
     let _bar = output::Progress::new(steps, &format!("bench {}", a.primitive));
-    let records = if SEGMENTED.contains(&a.primitive.as_str()) {
+    let records = if a.primitive == "dist" {
+        dist::run(&ctx, &a, &ranks, placement)?
+    } else if SEGMENTED.contains(&a.primitive.as_str()) {
         segreduce::run(&ctx, &a, peer.as_ref())?
     } else {
         harness::print_header(a.primitive == "sort" || a.primitive == "radix");

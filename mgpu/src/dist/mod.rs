@@ -39,3 +39,4 @@ pub use comm::Communicator;
 pub use group::{Group, Rank};
 pub use select::Selection;
 pub use sharded::Sharded;
+pub use sort::SortTimes;

@@ -7,8 +7,10 @@ use super::comm::{copy_between, uninit};
 use super::{Group, Rank, Sharded};
 use crate::buffer::check_place;
 use crate::error::{Error, Result};
-use crate::{Buffer, Comparator, Element, Slice, SortAlgorithm};
+use crate::{Buffer, Comparator, Context, Element, Slice, SortAlgorithm};
+use std::mem::size_of;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Samples per rank for each rank of the group: more gives more even shards (a shard is off its
 /// even size by about `1 / OVERSAMPLE` of it) for a larger gather of samples.
@@ -17,6 +19,50 @@ const OVERSAMPLE: usize = 64;
 /// Samples per rank at least: the finer the sample, the less of the run is read to place a
 /// splitter in it (one sample's stride).
 const MIN_SAMPLES: usize = 1024;
+
+/// Where one rank's time went in a distributed sort ([`Rank::sort_timed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SortTimes {
+    /// The local sort, and the gather of every rank's length.
+    pub local: Duration,
+    /// The sample, its gather, and the splitters' places in the local run.
+    pub splitters: Duration,
+    /// The all-to-all exchange of the counts, keys and values.
+    pub exchange: Duration,
+    /// The merge of the runs received.
+    pub merge: Duration,
+    /// The bytes (keys and values) this rank sent to the other ranks.
+    pub sent_bytes: u64,
+}
+
+/// Wall-clock laps, each ending with the context synchronized; idle when not asked for.
+struct Clock<'a> {
+    ctx: &'a Context,
+    last: Option<Instant>,
+}
+
+impl<'a> Clock<'a> {
+    fn start(ctx: &'a Context, on: bool) -> Result<Clock<'a>> {
+        if on {
+            ctx.synchronize()?;
+        }
+        Ok(Clock {
+            ctx,
+            last: on.then(Instant::now),
+        })
+    }
+
+    /// The time since the last lap (zero when idle).
+    fn lap(&mut self) -> Result<Duration> {
+        let Some(last) = self.last else {
+            return Ok(Duration::ZERO);
+        };
+        self.ctx.synchronize()?;
+        let now = Instant::now();
+        self.last = Some(now);
+        Ok(now - last)
+    }
+}
 
 /// A splitter: the element `(key, rank, position in that rank's sorted run)`.
 #[derive(Clone, Copy, Debug)]
@@ -48,7 +94,9 @@ impl Rank {
         comparator: &Comparator<K>,
         algorithm: SortAlgorithm,
     ) -> Result<Buffer<K>> {
-        Ok(self.sort_impl::<K, K>(keys, None, comparator, algorithm)?.0)
+        Ok(self
+            .sort_impl::<K, K>(keys, None, comparator, algorithm, None)?
+            .0)
     }
 
     /// [`sort`](Rank::sort) of keys with values that move with them.
@@ -74,8 +122,38 @@ impl Rank {
         comparator: &Comparator<K>,
         algorithm: SortAlgorithm,
     ) -> Result<(Buffer<K>, Buffer<V>)> {
-        let (k, v) = self.sort_impl(keys, Some(values), comparator, algorithm)?;
+        let (k, v) = self.sort_impl(keys, Some(values), comparator, algorithm, None)?;
         Ok((k, v.expect("values given")))
+    }
+
+    /// [`sort_pairs`](Rank::sort_pairs) (or [`sort`](Rank::sort), with `values` `None`) that
+    /// also says where this rank's time went. Each phase ends with the rank's stream
+    /// synchronized, which the untimed sort does not do everywhere: the phases add up to a
+    /// little more than its time.
+    ///
+    /// ```
+    /// use mgpu::{dist::Group, Comparator, SortAlgorithm};
+    /// let group = Group::cpu(2);
+    /// let times = group.run(|rank| {
+    ///     let keys = rank.context().upload(&[[9, 2, 7], [4, 4, 1]][rank.rank()])?;
+    ///     let (sorted, _, times) =
+    ///         rank.sort_timed::<i32, u32>(keys, None, &Comparator::less(), SortAlgorithm::Auto)?;
+    ///     assert_eq!(sorted.len(), 3);
+    ///     Ok(times)
+    /// })?;
+    /// assert_eq!(times[0].sent_bytes + times[1].sent_bytes, 4 * 4); // 2 keys each way
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub fn sort_timed<K: Element, V: Element>(
+        &self,
+        keys: Buffer<K>,
+        values: Option<Buffer<V>>,
+        comparator: &Comparator<K>,
+        algorithm: SortAlgorithm,
+    ) -> Result<(Buffer<K>, Option<Buffer<V>>, SortTimes)> {
+        let mut times = SortTimes::default();
+        let (k, v) = self.sort_impl(keys, values, comparator, algorithm, Some(&mut times))?;
+        Ok((k, v, times))
     }
 
     fn sort_impl<K: Element, V: Element>(
@@ -84,9 +162,11 @@ impl Rank {
         mut values: Option<Buffer<V>>,
         comparator: &Comparator<K>,
         algorithm: SortAlgorithm,
+        mut times: Option<&mut SortTimes>,
     ) -> Result<(Buffer<K>, Option<Buffer<V>>)> {
         let ctx = self.context();
         let comm = self.communicator();
+        let mut clock = Clock::start(ctx, times.is_some())?;
         let world = self.world_size();
         let n = keys.len();
         // 1. Check, then sort locally (both fail every rank through the gather of lengths).
@@ -108,6 +188,9 @@ impl Rank {
             .into_iter()
             .map(|l| l[0])
             .collect();
+        if let Some(t) = times.as_deref_mut() {
+            t.local = clock.lap()?;
+        }
         if world == 1 {
             return Ok((keys, values));
         }
@@ -181,14 +264,27 @@ impl Rank {
                 Some(c)
             })
             .collect();
+        if let Some(t) = times.as_deref_mut() {
+            t.splitters = clock.lap()?;
+        }
         // 5. One exchange: the counts, then the keys (and the values).
+        let sent =
+            (n - counts[me]) * (size_of::<K>() + values.as_ref().map_or(0, |_| size_of::<V>()));
         let (received, from) = comm.all_to_all_v(ctx, keys, &counts)?;
         let received_values = match values {
             Some(v) => Some(comm.all_to_all_v(ctx, v, &counts)?.0),
             None => None,
         };
+        if let Some(t) = times.as_deref_mut() {
+            t.exchange = clock.lap()?;
+            t.sent_bytes = sent as u64;
+        }
         // 6. Merge the runs received, in rank order (ties keep the lower rank's first).
-        merge_runs(self, received, received_values, &from, comparator)
+        let merged = merge_runs(self, received, received_values, &from, comparator)?;
+        if let Some(t) = times {
+            t.merge = clock.lap()?;
+        }
+        Ok(merged)
     }
 }
 
