@@ -14,8 +14,15 @@
 use super::harness::{random, random_keys, Args, BenchElement};
 use crate::output::{self, Record};
 use mgpu::dist::{Group, Rank, SortTimes};
-use mgpu::{Comparator, Context, Op, ScanOptions, SortAlgorithm};
+use mgpu::{Buffer, Comparator, Context, Op, ScanOptions, SortAlgorithm};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// A rank's buffers, handed from the untimed preparation to the timed call.
+type Slot<T> = Mutex<Option<T>>;
+
+/// A rank's keys and values to sort.
+type SortInput<T> = (Buffer<T>, Option<Buffer<u32>>);
 
 /// Where the ranks run (`--placement`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -250,13 +257,13 @@ fn measure<T: BenchElement>(a: &Args, group: &Group, op: &str, n: usize) -> mgpu
     let less = Comparator::<T>::less();
     let plus = Op::<T>::plus();
     let world = group.world_size();
-    let fresh = |rank: &Rank| -> mgpu::Result<mgpu::Buffer<T>> {
+    let fresh = |rank: &Rank| -> mgpu::Result<Buffer<T>> {
         let shard = master.shard(rank.rank()).expect("this process's rank");
         let mut b = rank.context().zeros::<T>(shard.len())?;
         rank.context().copy(shard, &mut b)?;
         Ok(b)
     };
-    let fresh_values = |rank: &Rank| -> mgpu::Result<Option<mgpu::Buffer<u32>>> {
+    let fresh_values = |rank: &Rank| -> mgpu::Result<Option<Buffer<u32>>> {
         let Some(v) = &values else { return Ok(None) };
         let shard = v.shard(rank.rank()).expect("this process's rank");
         let mut b = rank.context().zeros::<u32>(shard.len())?;
@@ -272,7 +279,7 @@ fn measure<T: BenchElement>(a: &Args, group: &Group, op: &str, n: usize) -> mgpu
         home.zeros::<T>(if op == "scan" { n } else { 0 })?,
     );
     let whole_values = home.upload(if pairs { &positions[..] } else { &[] })?;
-    let copy_in = |w: &mut (mgpu::Buffer<T>, mgpu::Buffer<u32>, mgpu::Buffer<T>)| {
+    let copy_in = |w: &mut (Buffer<T>, Buffer<u32>, Buffer<T>)| {
         home.copy(&whole, &mut w.0)?;
         home.copy(&whole_values, &mut w.1)
     };
@@ -308,15 +315,14 @@ fn measure<T: BenchElement>(a: &Args, group: &Group, op: &str, n: usize) -> mgpu
         round_ms: None,
     };
     if sorting {
-        let slots: Vec<std::sync::Mutex<Option<(mgpu::Buffer<T>, Option<mgpu::Buffer<u32>>)>>> =
-            (0..world).map(|_| std::sync::Mutex::new(None)).collect();
+        let slots: Vec<Slot<SortInput<T>>> = (0..world).map(|_| Slot::new(None)).collect();
         let prepare = |rank: &Rank| {
             let inputs = (fresh(rank)?, fresh_values(rank)?);
             *slots[rank.rank()].lock().unwrap() = Some(inputs);
             Ok(())
         };
         let take = |rank: &Rank| slots[rank.rank()].lock().unwrap().take().expect("prepared");
-        let (ms, _) = timed(group, reps, &prepare, |rank| {
+        let (ms, _) = timed(group, reps, prepare, |rank| {
             let (k, v) = take(rank);
             match v {
                 Some(v) => rank
@@ -326,7 +332,7 @@ fn measure<T: BenchElement>(a: &Args, group: &Group, op: &str, n: usize) -> mgpu
             }
         })?;
         m.ms = ms;
-        let (_, phases) = timed(group, reps.min(5), &prepare, |rank| {
+        let (_, phases) = timed(group, reps.min(5), prepare, |rank| {
             let (k, v) = take(rank);
             let (_, _, t) = rank.sort_timed(k, v, &less, SortAlgorithm::Auto)?;
             let all = rank.communicator().all_gather_checked(
@@ -354,8 +360,7 @@ fn measure<T: BenchElement>(a: &Args, group: &Group, op: &str, n: usize) -> mgpu
         });
         m.ceiling_gbps = ceiling::<T>(group, reps, n, pairs)?;
     } else if op == "scan" {
-        let outs: Vec<std::sync::Mutex<Option<mgpu::Buffer<T>>>> =
-            (0..world).map(|_| std::sync::Mutex::new(None)).collect();
+        let outs: Vec<Slot<Buffer<T>>> = (0..world).map(|_| Slot::new(None)).collect();
         for rank in group.ranks() {
             let len = master.shard(rank.rank()).expect("own rank").len();
             *outs[rank.rank()].lock().unwrap() = Some(rank.context().zeros::<T>(len)?);
@@ -426,8 +431,7 @@ fn ceiling<T: BenchElement>(
     let counts: Vec<usize> = (0..world)
         .map(|q| per_rank / world + usize::from(q < per_rank % world))
         .collect();
-    let slots: Vec<std::sync::Mutex<Option<mgpu::Buffer<u8>>>> =
-        (0..world).map(|_| std::sync::Mutex::new(None)).collect();
+    let slots: Vec<Slot<Buffer<u8>>> = (0..world).map(|_| Slot::new(None)).collect();
     let (ms, _) = timed(
         group,
         reps,
