@@ -40,6 +40,20 @@ pub fn driver_available() -> bool {
     unsafe { sys::is_culib_present() }
 }
 
+/// The number of CUDA devices (0 without a driver or a device).
+///
+/// ```
+/// let gpus = mgpu::cuda::device_count();
+/// assert!(gpus > 0 || !mgpu::Context::new()?.is_gpu());
+/// # Ok::<(), mgpu::Error>(())
+/// ```
+pub fn device_count() -> usize {
+    if !driver_available() {
+        return 0;
+    }
+    CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
+}
+
 /// Per-kernel registers, static shared memory and local memory of a compiled module, as the driver
 /// reports them after loading it on `ctx`'s GPU (the cubin must be for that GPU's architecture).
 /// The fallback for NVRTC builds that return no ptxas report: the driver does not split local
