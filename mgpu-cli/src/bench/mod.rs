@@ -47,6 +47,14 @@ random rows (mean 32 nonzeros), power-law rows, and the 2-D 5-point and 3-D 7-po
 stencils, against cuSPARSE's SpMV (CSR_ALG1). Both report the one-shot call (validation and
 partition included) and the apply after a plan, and a memcpy of the same bytes; sizes up to 2^30.
 
+dist (mgpu::dist; i32 by default; 2^28 items unless --sizes) runs the distributed sort (keys, and
+pairs with u32 values), scan and reduce against the single-context call on rank 0's device, for
+each rank count of --ranks (default 1,2): strong scaling (2^S items in all) and weak (2^S per
+rank). --placement one-gpu (default: ranks on streams of GPU 0), gpus (GPUs 0..N through NCCL) or
+env (this process's rank of a torchrun launch). Wall-clock times from a barrier to the slowest
+rank's end; the sort's phases (local sort, splitters, exchange, merge; the slowest rank's), the
+bytes sent, and the communicator's all-to-all of the same bytes alone (the ceiling, GB/s).
+
 Every row names the tuning it ran with (NTxVTxOCC), and the header the tuning file in effect
 (MGPU_TUNING, else the default location ~/.config/mgpu/tuning.txt, else the built-in tables; see
 `mgpu tune`). --json prints the rows as a JSON array on stdout instead of the tables; --csv FILE
