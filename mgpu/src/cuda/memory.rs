@@ -182,16 +182,24 @@ impl Gpu {
         if out.len() <= 1 || stride == size {
             return self.download(src, out);
         }
-        // SAFETY: a plain-data struct; every field the copy reads is set below.
-        let mut copy: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
-        copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-        copy.srcDevice = src;
-        copy.srcPitch = stride;
-        copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-        copy.dstHost = out.as_mut_ptr().cast();
-        copy.dstPitch = size;
-        copy.WidthInBytes = size;
-        copy.Height = out.len();
+        let copy = sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            srcHost: std::ptr::null(),
+            srcDevice: src,
+            srcArray: std::ptr::null_mut(),
+            srcPitch: stride,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+            dstHost: out.as_mut_ptr().cast(),
+            dstDevice: 0,
+            dstArray: std::ptr::null_mut(),
+            dstPitch: size,
+            WidthInBytes: size,
+            Height: out.len(),
+        };
         // SAFETY: rows `src + i * stride .. + size` lie inside a live allocation (the callers'
         // bounds checks); `out` holds `Height` rows of `size` bytes and outlives the copy, as
         // the stream is synchronized before returning.

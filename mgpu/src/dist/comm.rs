@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::{Buffer, Context, Element, Slice, SliceMut};
 use std::any::Any;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -406,7 +407,17 @@ pub(crate) struct Hub {
     world: usize,
     state: Mutex<HubState>,
     changed: Condvar,
+    /// Counts the changes of `state` (bumped under its lock with each notify), so that a waiting
+    /// rank can spin on it before it sleeps.
+    generation: AtomicU64,
+    /// How long a waiting rank spins before it sleeps ([`SPIN`], or zero).
+    spin: Duration,
 }
+
+/// How long a waiting rank spins before it sleeps on the condition variable: a rank that
+/// sleeps wakes tens of microseconds after the call it waits for completes, which is the cost
+/// of a whole collective step on ranks that share a GPU.
+const SPIN: Duration = Duration::from_micros(200);
 
 #[derive(Default)]
 struct HubState {
@@ -426,7 +437,8 @@ impl std::fmt::Debug for Hub {
 }
 
 impl Hub {
-    pub(crate) fn new(world: usize) -> Arc<Hub> {
+    /// The hub of `world` ranks; `spin`: whether a waiting rank spins a little before it sleeps.
+    pub(crate) fn new(world: usize, spin: bool) -> Arc<Hub> {
         Arc::new(Hub {
             world,
             state: Mutex::new(HubState {
@@ -434,6 +446,8 @@ impl Hub {
                 ..Default::default()
             }),
             changed: Condvar::new(),
+            generation: AtomicU64::new(0),
+            spin: if spin { SPIN } else { Duration::ZERO },
         })
     }
 
@@ -454,7 +468,7 @@ impl Hub {
     pub(crate) fn abort(&self, rank: usize, why: String) {
         let mut s = self.lock();
         s.aborted.get_or_insert((rank, why));
-        self.changed.notify_all();
+        self.notify();
     }
 
     fn failure(&self, call: &'static str, s: &HubState) -> Option<Error> {
@@ -487,7 +501,7 @@ impl Hub {
         s.arrived += 1;
         if s.arrived == self.world {
             s.reading = true;
-            self.changed.notify_all();
+            self.notify();
         }
         while !s.reading && s.aborted.is_none() {
             s = self.wait(s, deadline, timeout, rank, call)?;
@@ -506,13 +520,19 @@ impl Hub {
             s.arrived = 0;
             s.left = 0;
             s.reading = false;
-            self.changed.notify_all();
+            self.notify();
         }
         Ok(posts)
     }
 
+    /// Wakes the waiting ranks (the state's lock is held).
+    fn notify(&self) {
+        self.generation.fetch_add(1, Ordering::Release);
+        self.changed.notify_all();
+    }
+
     fn wait<'a>(
-        &self,
+        &'a self,
         s: MutexGuard<'a, HubState>,
         deadline: Instant,
         timeout: Duration,
@@ -525,7 +545,7 @@ impl Hub {
             let missing: Vec<usize> = (0..self.world).filter(|&r| s.posts[r].is_none()).collect();
             let why = format!("{call} timed out waiting for ranks {missing:?}");
             s.aborted.get_or_insert((rank, why));
-            self.changed.notify_all();
+            self.notify();
             return Err(Error::Timeout {
                 call,
                 rank,
@@ -533,9 +553,26 @@ impl Hub {
                 missing: format!("ranks {missing:?}"),
             });
         }
+        // Spin a little first: the state is changed (and the generation bumped) under the lock,
+        // so a generation seen unchanged under it again means no notify was missed.
+        let s = if self.spin.is_zero() {
+            s
+        } else {
+            let seen = self.generation.load(Ordering::Acquire);
+            drop(s);
+            let spin_end = now + self.spin.min(deadline - now);
+            while self.generation.load(Ordering::Acquire) == seen && Instant::now() < spin_end {
+                std::hint::spin_loop();
+            }
+            let s = self.lock();
+            if self.generation.load(Ordering::Acquire) != seen {
+                return Ok(s);
+            }
+            s
+        };
         let (s, _) = self
             .changed
-            .wait_timeout(s, deadline - now)
+            .wait_timeout(s, deadline.saturating_duration_since(Instant::now()))
             .unwrap_or_else(|e| e.into_inner());
         Ok(s)
     }

@@ -87,7 +87,11 @@ impl Group {
                 "a group needs at least one rank".into(),
             ));
         }
-        let hub = Hub::new(contexts.len());
+        // GPU ranks' threads only wait for their streams: they may spin for the next step
+        // where there are cores to spare (CPU ranks need the cores for their work).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let spin = contexts.iter().all(Context::is_gpu) && contexts.len() < cores;
+        let hub = Hub::new(contexts.len(), spin);
         let timeout = default_timeout();
         let device = |c: &Context| c.device_info().map(|d| d.ordinal);
         let one_device = contexts.iter().all(|c| device(c) == device(&contexts[0]));
