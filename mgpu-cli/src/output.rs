@@ -1,6 +1,7 @@
 //! What every command shares to talk to people and to programs: progress bars on stderr (drawn
 //! only when stderr is a terminal), table lines on stdout that print around the bar, JSON mode
-//! (tables suppressed, the records printed as one JSON array), and the record of one measurement.
+//! (tables suppressed, the records printed as one JSON array), the record of one measurement, and
+//! the date for what a command writes.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::fmt::Display;
@@ -169,4 +170,42 @@ pub fn print_json(records: &[Record], tuning_source: &str) {
         "{}",
         serde_json::to_string_pretty(&rows).expect("numbers and strings serialize")
     );
+}
+
+/// Seconds since 1970-01-01 00:00 UTC.
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Today's date (UTC) as YYYY-MM-DD.
+pub fn today() -> String {
+    civil_date((unix_seconds() / 86_400) as i64)
+}
+
+/// The proleptic Gregorian date of a day number (days since 1970-01-01).
+fn civil_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(19_723), "2024-01-01");
+        assert_eq!(civil_date(20_513), "2026-03-01");
+    }
 }
