@@ -31,6 +31,23 @@ pub(crate) struct Args {
     pub types_given: bool,
     /// `--dist`: the key distributions of the radix rows (sort, radix).
     pub dist: Vec<KeyDist>,
+    /// The rows to measure, by variant name (`select-if/50%`, `segreduce/fixed-20`: what `mgpu
+    /// bench suite` picks); None: every row of the primitive.
+    pub only: Option<&'static [&'static str]>,
+}
+
+impl Args {
+    /// Whether the row `variant` is measured.
+    pub(crate) fn measures(&self, variant: &str) -> bool {
+        self.only.is_none_or(|o| o.contains(&variant))
+    }
+
+    /// Whether any measured row has `part` between its slashes (`50%`, `run10`): the benches
+    /// that generate an input per rate or run length skip those no row needs.
+    pub(crate) fn measures_part(&self, part: &str) -> bool {
+        self.only
+            .is_none_or(|o| o.iter().any(|v| v.split('/').any(|p| p == part)))
+    }
 }
 
 /// A distribution of sort keys (`--dist`; the radix rows of `mgpu bench sort | radix`).

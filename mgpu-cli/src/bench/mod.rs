@@ -171,6 +171,7 @@ impl From<BenchArgs> for Args {
             } else {
                 b.dist
             },
+            only: None,
         }
     }
 }
