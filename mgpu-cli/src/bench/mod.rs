@@ -14,6 +14,7 @@ mod segreduce;
 mod sort;
 
 use crate::output;
+use crate::output::Record;
 use crate::peers::Peer;
 use crate::primitives::{bench_types, COMPACTION, PRIMITIVES, SEGMENTED, TYPES};
 use harness::{Args, KeyDist, Row};
@@ -225,22 +226,9 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         "# tuning: {source}; each row's NTxVTxOCC in the last column"
     ));
     let steps = (a.types.len() * a.sizes.clone().count()) as u64;
-    let _bar = output::Progress::new(steps, &format!("bench {}", a.primitive));
-    let records = if SEGMENTED.contains(&a.primitive.as_str()) {
-        segreduce::run(&ctx, &a, peer.as_ref())?
-    } else {
-        harness::print_header(a.primitive == "sort" || a.primitive == "radix");
-        let rows = if COMPACTION.contains(&a.primitive.as_str()) {
-            compact::rows(&ctx, &a, peer.as_ref())?
-        } else {
-            rows(&ctx, &a, peer.as_ref())?
-        };
-        if let Some(path) = &a.csv {
-            harness::write_csv(path, &rows)?;
-        }
-        rows.iter().map(|r| r.record(&a.primitive)).collect()
-    };
-    drop(_bar);
+    let bar = output::Progress::new(steps, &format!("bench {}", a.primitive));
+    let records = measure(&ctx, &a, peer.as_ref())?;
+    drop(bar);
     if json {
         output::print_json(&records, &source.to_string());
     }
@@ -250,6 +238,24 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The bench of `a.primitive` (its family's), its table printed as it goes and its CSV written
+/// where asked: the records of its rows.
+fn measure(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Record>, String> {
+    if SEGMENTED.contains(&a.primitive.as_str()) {
+        return segreduce::run(ctx, a, peer);
+    }
+    harness::print_header(a.primitive == "sort" || a.primitive == "radix");
+    let rows = if COMPACTION.contains(&a.primitive.as_str()) {
+        compact::rows(ctx, a, peer)?
+    } else {
+        rows(ctx, a, peer)?
+    };
+    if let Some(path) = &a.csv {
+        harness::write_csv(path, &rows)?;
+    }
+    Ok(rows.iter().map(|r| r.record(&a.primitive)).collect())
 }
 
 /// The rows of reduce, scan, sort, radix and merge: every type (each bench runs every size).
