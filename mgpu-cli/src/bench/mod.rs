@@ -5,18 +5,20 @@
 //!
 //! This file parses the command line and dispatches; `harness` holds what every bench shares
 //! (timing, inputs, the peer runner, rows); `reduce_scan`, `sort`, `compact` and `segreduce`
-//! measure their families and use only the harness.
+//! measure their families and use only the harness. `suite` (`mgpu bench suite`) picks the
+//! headline rows of every family, has them measured through this file's dispatch, and writes them
+//! as one Markdown table.
 
 mod compact;
 pub(crate) mod harness;
 mod reduce_scan;
 mod segreduce;
 mod sort;
+mod suite;
 
-use crate::output;
-use crate::output::Record;
+use crate::output::{self, Record};
 use crate::peers::Peer;
-use crate::primitives::{bench_types, COMPACTION, PRIMITIVES, SEGMENTED, TYPES};
+use crate::primitives::{bench_types, COMPACTION, PRIMITIVES, SEGMENTED, SUITE, TYPES};
 use harness::{Args, KeyDist, Row};
 use mgpu::Context;
 
@@ -47,6 +49,19 @@ random rows (mean 32 nonzeros), power-law rows, and the 2-D 5-point and 3-D 7-po
 stencils, against cuSPARSE's SpMV (CSR_ALG1). Both report the one-shot call (validation and
 partition included) and the apply after a plan, and a memcpy of the same bytes; sizes up to 2^30.
 
+suite runs the headline rows of every primitive, each at 2^24 and 2^28 (the two ends of --sizes;
+--quick: 2^24 alone), against its peer, and prints them as one Markdown table on stdout (the
+benches' tables go to stderr; --markdown FILE also writes it there), headed by the date (UTC), the
+device and the command line: mgpu ms, the peer and its ms, vs peer (peer ms / mgpu ms, > 1: mgpu
+faster) and vs memcpy (as vs_mcpy). Its 40 rows: reduce and scan on i32, f32; radix-keys and
+radix-pairs on i32, u64, f32; sort-keys (merge sort) i32; merge i32; select-if/50% i32;
+unique/run10 and reduce-by-key/run10 i32; segreduce fixed-20, fixed-500, powerlaw i32 (one-shot);
+spmv random-32 f32 (one-shot and apply). About 2-3 minutes on an H100 with the CUB peer and the
+kernels cached, most of it on the host (generating and checking the 2^28 inputs, the peer's 28
+processes); a cold kernel cache adds about 20 s of NVRTC, and a machine without the built peer its
+nvcc build (minutes). It does not take --types, --csv, --transform, --offset, --deterministic or
+--dist.
+
 Every row names the tuning it ran with (NTxVTxOCC), and the header the tuning file in effect
 (MGPU_TUNING, else the default location ~/.config/mgpu/tuning.txt, else the built-in tables; see
 `mgpu tune`). --json prints the rows as a JSON array on stdout instead of the tables; --csv FILE
@@ -56,11 +71,13 @@ stderr when it is a terminal.";
 /// `mgpu bench`'s command line.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// The primitive to measure
-    #[arg(value_parser = clap::builder::PossibleValuesParser::new(PRIMITIVES))]
+    /// The primitive to measure, or `suite`: the headline rows of every primitive
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+        PRIMITIVES.iter().copied().chain([SUITE])
+    ))]
     primitive: String,
     /// Sizes, log2 of the element count: A..B or one A (at most 32) [default: 16..28; 24 with
-    /// --quick]
+    /// --quick; suite: its two ends, default 24..28]
     #[arg(long, value_name = "A..B", value_parser = parse_sizes)]
     sizes: Option<std::ops::RangeInclusive<u32>>,
     /// Element types, comma-separated (default i32,i64,f32,f64; u8,u16,i32,u32,f32,i64,u64,f64
@@ -86,6 +103,9 @@ pub struct BenchArgs {
     /// Also write the results to FILE as CSV
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
+    /// suite: also write the summary (Markdown) to FILE
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<std::path::PathBuf>,
     /// Print the results as a JSON array on stdout instead of the tables
     #[arg(long)]
     json: bool,
@@ -150,10 +170,10 @@ impl From<BenchArgs> for Args {
             let (_, defaults) = bench_types(&b.primitive);
             defaults.iter().map(|t| t.to_string()).collect()
         };
-        let (default_sizes, default_reps) = if b.quick {
-            (24..=24, 10)
-        } else {
-            (16..=28, 20)
+        let (default_sizes, default_reps) = match (b.quick, b.primitive == SUITE) {
+            (true, _) => (24..=24, 10),
+            (false, true) => (24..=28, 20),
+            (false, false) => (16..=28, 20),
         };
         Args {
             primitive: b.primitive,
@@ -177,6 +197,19 @@ impl From<BenchArgs> for Args {
     }
 }
 
+/// The first of the options that `mgpu bench suite` does not take (it runs fixed rows) that
+/// `b` gives.
+fn not_for_the_suite(b: &BenchArgs) -> Option<&'static str> {
+    let given = [
+        ("--types", !b.types.is_empty()),
+        ("--csv", b.csv.is_some()),
+        ("--transform", b.transform.is_some()),
+        ("--offset", b.offset > 0),
+        ("--deterministic", b.deterministic),
+    ];
+    given.into_iter().find(|g| g.1).map(|g| g.0)
+}
+
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let json = args.json;
     output::set_json(json);
@@ -186,6 +219,19 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             args.primitive
         ));
     }
+    let suite = args.primitive == SUITE;
+    if let Some(flag) = not_for_the_suite(&args).filter(|_| suite) {
+        return Err(format!(
+            "bench suite: {flag} is not for the suite (it runs fixed rows; see `mgpu bench \
+             --help`)"
+        ));
+    }
+    if args.markdown.is_some() && !suite {
+        return Err("bench: --markdown is for `mgpu bench suite`".into());
+    }
+    // The suite's stdout holds its summary alone.
+    output::set_tables_on_stderr(suite);
+    let markdown = args.markdown.clone();
     let a = Args::from(args);
     // A tuning file that cannot be used fails here, with its name, rather than in the first call.
     let (source, _) = mgpu::tuning::check().map_err(|e| e.to_string())?;
@@ -225,10 +271,15 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     output::line(format!(
         "# tuning: {source}; each row's NTxVTxOCC in the last column"
     ));
-    let steps = (a.types.len() * a.sizes.clone().count()) as u64;
-    let bar = output::Progress::new(steps, &format!("bench {}", a.primitive));
-    let records = measure(&ctx, &a, peer.as_ref())?;
-    drop(bar);
+    let records = if suite {
+        let bench = |run: &Args| measure(&ctx, run, peer.as_ref());
+        let (device, tuning) = (ctx.description(), source.to_string());
+        suite::run(&a, &device, &tuning, markdown.as_deref(), bench)?
+    } else {
+        let steps = (a.types.len() * a.sizes.clone().count()) as u64;
+        let _bar = output::Progress::new(steps, &format!("bench {}", a.primitive));
+        measure(&ctx, &a, peer.as_ref())?
+    };
     if json {
         output::print_json(&records, &source.to_string());
     }
