@@ -57,7 +57,7 @@ faster) and vs memcpy (as vs_mcpy). Its 40 rows: reduce and scan on i32, f32; ra
 radix-pairs on i32, u64, f32; sort-keys (merge sort) i32; merge i32; select-if/50% i32;
 unique/run10 and reduce-by-key/run10 i32; segreduce fixed-20, fixed-500, powerlaw i32 (one-shot);
 spmv random-32 f32 (one-shot and apply). About 2-3 minutes on an H100 with the CUB peer and the
-kernels cached, most of it on the host (generating and checking the 2^28 inputs, the peer's 28
+kernels cached, most of it on the host (generating and checking the 2^28 inputs, 40 peer
 processes); a cold kernel cache adds about 20 s of NVRTC, and a machine without the built peer its
 nvcc build (minutes). It does not take --types, --csv, --transform, --offset, --deterministic or
 --dist.

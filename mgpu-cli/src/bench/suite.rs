@@ -20,10 +20,11 @@
 //!
 //! Time: about 2-3 minutes on an H100 with the CUB peer and the kernels cached. The GPU's own
 //! share is small (23 timed runs of each row, of mgpu and of the peer: about 10 s at 2^28, the
-//! sorts most of it); the rest is the host's. 28 bench runs, each with a peer process (CUDA
-//! context, its inputs, a spot check: about 1 s); at 2^28 the host generates the inputs (1-4 s
-//! a run on a 2-core VM, the u64 radix rows the most), and spmv builds and twice checks a matrix
-//! of 2^28 nonzeros (about 11 s there), segreduce checks its segments (about 4 s); 2^24 is a
+//! sorts most of it); the rest is the host's. 28 bench runs start 40 peer processes (one per
+//! row's peer; sort-keys also times CUB's radix sort, segreduce one per geometry), each a CUDA
+//! context, its inputs and a spot check: about 1 s. At 2^28 the host generates the inputs (1-4 s
+//! a run on a 2-core VM, the u64 radix rows the most), spmv builds and twice checks a matrix of
+//! 2^28 nonzeros (about 11 s there), segreduce checks its segments (about 3 s); 2^24 is a
 //! sixteenth of that. A cold kernel cache adds about 20 s of NVRTC (`mgpu warmup` compiled every
 //! family's default modules in 21 s on one core), a machine without the built peer its nvcc build
 //! (minutes). The summary says how long its run took.
