@@ -40,7 +40,8 @@ enum Command {
         #[arg(value_name = "NAME", value_parser = PossibleValuesParser::new(demo::DEMOS.iter().map(|d| d.0)))]
         names: Vec<String>,
     },
-    /// GPU benchmark of a primitive against a device memcpy and CUB (when nvcc is present)
+    /// GPU benchmark of a primitive (or `suite`: every primitive's headline rows, as Markdown)
+    /// against a device memcpy and CUB (when nvcc is present)
     #[command(long_about = bench::LONG_ABOUT)]
     Bench(bench::BenchArgs),
     /// Every kernel of the default tunings compiled for sm_N (no GPU needed): registers, shared

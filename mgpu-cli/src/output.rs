@@ -1,6 +1,7 @@
 //! What every command shares to talk to people and to programs: progress bars on stderr (drawn
-//! only when stderr is a terminal), table lines on stdout that print around the bar, JSON mode
-//! (tables suppressed, the records printed as one JSON array), and the record of one measurement.
+//! only when stderr is a terminal), table lines on stdout (or stderr) that print around the bar,
+//! JSON mode (tables suppressed, the records printed as one JSON array), the record of one
+//! measurement, and the date for what a command writes.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::fmt::Display;
@@ -9,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 static JSON: AtomicBool = AtomicBool::new(false);
+static TABLES_ON_STDERR: AtomicBool = AtomicBool::new(false);
 /// The bar on screen, if any: lines print around it.
 static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
@@ -20,6 +22,11 @@ pub fn set_json(on: bool) {
 /// Whether tables are suppressed for JSON output.
 pub fn json() -> bool {
     JSON.load(Ordering::Relaxed)
+}
+
+/// Tables on stderr instead of stdout (`mgpu bench suite`: stdout holds its summary alone).
+pub fn set_tables_on_stderr(on: bool) {
+    TABLES_ON_STDERR.store(on, Ordering::Relaxed);
 }
 
 fn current() -> Option<ProgressBar> {
@@ -34,9 +41,15 @@ fn around_bar(f: impl FnOnce()) {
     }
 }
 
-/// A line of a table (or a `#` comment of it) on stdout; nothing in JSON mode.
+/// A line of a table (or a `#` comment of it) on stdout (or stderr, where set); nothing in JSON
+/// mode.
 pub fn line(s: impl Display) {
-    if !json() {
+    if json() {
+        return;
+    }
+    if TABLES_ON_STDERR.load(Ordering::Relaxed) {
+        around_bar(|| eprintln!("{s}"));
+    } else {
         around_bar(|| println!("{s}"));
     }
 }
@@ -169,4 +182,49 @@ pub fn print_json(records: &[Record], tuning_source: &str) {
         "{}",
         serde_json::to_string_pretty(&rows).expect("numbers and strings serialize")
     );
+}
+
+/// Seconds since 1970-01-01 00:00 UTC.
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Today's date (UTC) as YYYY-MM-DD.
+pub fn today() -> String {
+    civil_date((unix_seconds() / 86_400) as i64)
+}
+
+/// The date and time now as `YYYY-MM-DD HH:MM UTC`.
+pub fn now_utc() -> String {
+    let secs = unix_seconds();
+    let (hour, minute) = (secs % 86_400 / 3600, secs % 3600 / 60);
+    format!("{} {hour:02}:{minute:02} UTC", today())
+}
+
+/// The proleptic Gregorian date of a day number (days since 1970-01-01).
+fn civil_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(19_723), "2024-01-01");
+        assert_eq!(civil_date(20_513), "2026-03-01");
+    }
 }

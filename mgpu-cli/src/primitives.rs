@@ -18,6 +18,10 @@ pub(crate) const PRIMITIVES: &[&str] = &[
     "dist",
 ];
 
+/// `mgpu bench suite`: the headline rows of every primitive (bench/suite.rs); a bench, not a
+/// primitive (tune, occupancy and warmup do not take it).
+pub(crate) const SUITE: &str = "suite";
+
 /// Those of the compaction family (bench/compact.rs).
 pub(crate) const COMPACTION: &[&str] = &["select", "partition", "unique", "rle", "reduce-by-key"];
 

@@ -520,7 +520,7 @@ fn sweep(
         }
     }
     // 3. The landscape and the winners.
-    let date = today();
+    let date = output::today();
     let mut winners = Vec::new();
     for (k, target) in targets.iter().enumerate() {
         let base = score(target, &baseline);
@@ -687,28 +687,6 @@ fn merge_file(existing: Option<&str>, winners: &[Winner], arch: u32) -> String {
     text
 }
 
-/// Today's date (UTC) as YYYY-MM-DD.
-fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    civil_date((secs / 86_400) as i64)
-}
-
-/// The proleptic Gregorian date of a day number (days since 1970-01-01).
-fn civil_date(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -734,13 +712,6 @@ mod tests {
             assert!(t.nts.iter().all(|&nt| nt >= 256 && nt % 32 == 0));
             assert_eq!(t.max_items, 65535);
         }
-    }
-
-    #[test]
-    fn dates() {
-        assert_eq!(civil_date(0), "1970-01-01");
-        assert_eq!(civil_date(19_723), "2024-01-01");
-        assert_eq!(civil_date(20_513), "2026-03-01");
     }
 
     #[test]

@@ -51,7 +51,15 @@ fn bench_help_lists_the_flags_and_primitives() {
     ] {
         assert!(out.contains(flag), "no `{flag}` in:\n{out}");
     }
-    for primitive in ["reduce", "scan", "sort", "merge", "select", "reduce-by-key"] {
+    for primitive in [
+        "reduce",
+        "scan",
+        "sort",
+        "merge",
+        "select",
+        "reduce-by-key",
+        "suite",
+    ] {
         assert!(out.contains(primitive), "no `{primitive}` in:\n{out}");
     }
 }
@@ -174,7 +182,7 @@ fn warmup_help_lists_its_options() {
 #[test]
 fn bench_help_lists_the_machine_outputs() {
     let out = stdout(&mgpu(&["bench", "--help"]));
-    for flag in ["--quick", "--json", "--csv", "--chart"] {
+    for flag in ["--quick", "--json", "--csv", "--chart", "--markdown"] {
         assert!(out.contains(flag), "no `{flag}` in:\n{out}");
     }
 }
@@ -319,6 +327,54 @@ fn bench_sort_runs_merge_and_radix_rows() {
     let o = mgpu(&["bench", "scan", "--sizes", "10", "--dist", "equal"]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stderr(&o).contains("--dist"), "{}", stderr(&o));
+}
+
+/// `bench suite`: the headline rows as one Markdown table on stdout (the benches' tables on
+/// stderr), the same in the --markdown file; options it does not take are errors.
+#[test]
+fn bench_suite_writes_one_markdown_table() {
+    let dir = scratch("suite");
+    let file = dir.join("suite.md");
+    let args = [
+        "bench",
+        "suite",
+        "--sizes",
+        "10..11",
+        "--reps",
+        "10",
+        "--markdown",
+    ];
+    let o = mgpu(&[&args[..], &[file.to_str().unwrap()]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), out);
+    assert!(out.starts_with("# mgpu bench suite\n"), "{out}");
+    assert!(out.contains("- device: cpu"), "{out}");
+    assert!(
+        out.contains("bench suite --sizes 10..11 --reps 10 --markdown"),
+        "{out}"
+    );
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| primitive"))
+        .collect();
+    assert_eq!(rows.len(), 40, "{out}");
+    assert!(rows[0].starts_with("| reduce | 2^10 | i32 | "), "{out}");
+    assert!(
+        rows[39].starts_with("| spmv/random-32/apply | 2^11 | f32 | "),
+        "{out}"
+    );
+    assert!(!out.contains("mgpu_ms"), "{out}");
+    assert!(stderr(&o).contains("mgpu_ms"), "{}", stderr(&o));
+    for wrong in [
+        &["bench", "suite", "--types", "i32"][..],
+        &["bench", "scan", "--markdown", "x.md"],
+    ] {
+        let o = mgpu(wrong);
+        assert_eq!(o.status.code(), Some(1), "{wrong:?}: {}", stdout(&o));
+        assert!(stderr(&o).contains(wrong[2]), "{}", stderr(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `tune radix` sweeps NT >= 256 only (a thread per digit bin).

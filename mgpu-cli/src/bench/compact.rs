@@ -77,8 +77,8 @@ pub(crate) fn rows(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<R
             let prim = a.primitive.as_str();
             output::working_on(format!("{prim} {ty} 2^{log2}"));
             let r = match ty.as_str() {
-                "i32" => bench::<i32>(ctx, prim, ty, log2, a.reps, peer),
-                "i64" => bench::<i64>(ctx, prim, ty, log2, a.reps, peer),
+                "i32" => bench::<i32>(ctx, a, ty, log2, peer),
+                "i64" => bench::<i64>(ctx, a, ty, log2, peer),
                 other => Err(format!(
                     "bench: unsupported type `{other}` for {prim} (i32, i64)"
                 )),
@@ -104,18 +104,20 @@ struct Variant {
 /// What the rows of one type and size share, and the rows.
 struct Table<'a> {
     ctx: &'a Context,
+    /// The rows measured, and the repetitions.
+    a: &'a Args,
     ty: &'a str,
     log2: u32,
-    reps: usize,
     peer: Option<&'a Peer>,
     memcpy_ms: f64,
     rows: Vec<Row>,
 }
 
 impl Table<'_> {
-    /// Times `v`'s calls (`restore` puts the input back into `state` before each in-place run),
-    /// checks the count each leaves (the one `run` returns, else the counter's) and adds the rows.
-    /// `param` is the rate or mean run length, the peer's parameter.
+    /// Times those of `v`'s calls whose rows are measured (`restore` puts the input back into
+    /// `state` before each in-place run), checks the count each leaves (the one `run` returns, else
+    /// the counter's) and adds the rows. `param` is the rate or mean run length, the peer's
+    /// parameter.
     #[allow(clippy::too_many_arguments)]
     fn measure<S>(
         &mut self,
@@ -127,14 +129,15 @@ impl Table<'_> {
         mut run: impl FnMut(&str, &mut S, Count) -> mgpu::Result<Option<u64>>,
     ) -> Result<(), String> {
         let (out_of_place, in_place) = v.calls;
-        let calls = [(out_of_place, false)]
+        let calls = [(out_of_place, v.name.clone(), false)]
             .into_iter()
-            .chain(in_place.map(|c| (c, true)));
-        for (call, restoring) in calls {
+            .chain(in_place.map(|c| (c, format!("{}/in-place", v.name), true)))
+            .filter(|(_, row, _)| self.a.measures(row));
+        for (call, row, restoring) in calls {
             let mut got = None;
             let ms = time_with_setup(
                 self.ctx,
-                self.reps,
+                self.a.reps,
                 state,
                 |s| if restoring { restore(s) } else { Ok(()) },
                 |s| run(call, s, Count::Device(counter)).map(|k| got = k),
@@ -150,16 +153,12 @@ impl Table<'_> {
             let cub = match v.peer.filter(|_| !restoring) {
                 Some(algo) => {
                     let p = PeerParam::Number(param);
-                    harness::peer_ms(self.peer, "CUB", algo, self.ty, n, self.reps, p)?
+                    harness::peer_ms(self.peer, "CUB", algo, self.ty, n, self.a.reps, p)?
                 }
                 None => None,
             };
             let row = Row {
-                variant: if restoring {
-                    format!("{}/in-place", v.name)
-                } else {
-                    v.name.clone()
-                },
+                variant: row,
                 ty: self.ty.to_string(),
                 log2: self.log2,
                 ms,
@@ -179,15 +178,15 @@ fn err(e: mgpu::Error) -> String {
     e.to_string()
 }
 
-/// Every variant of `primitive` for element type `T` at `2^log2` items.
+/// Every variant of `a.primitive` that `a` measures, for element type `T` at `2^log2` items.
 fn bench<T: CompactElement>(
     ctx: &Context,
-    primitive: &str,
+    a: &Args,
     ty: &str,
     log2: u32,
-    reps: usize,
     peer: Option<&Peer>,
 ) -> Result<Vec<Row>, String> {
+    let (primitive, reps) = (a.primitive.as_str(), a.reps);
     let n = 1usize << log2;
     let size = std::mem::size_of::<T>();
     let mut out = ctx.zeros::<T>(n).map_err(err)?;
@@ -200,9 +199,9 @@ fn bench<T: CompactElement>(
     };
     let mut table = Table {
         ctx,
+        a,
         ty,
         log2,
-        reps,
         peer,
         memcpy_ms,
         rows: Vec::new(),
@@ -216,6 +215,9 @@ fn bench<T: CompactElement>(
     };
     if primitive == "select" || primitive == "partition" {
         for rate in RATES {
+            if !a.measures_part(&format!("{rate}%")) {
+                continue;
+            }
             let (items, pred) = selection::<T>(n, rate);
             let kept = items.iter().filter(|x| x.bits() % 100 < rate).count();
             let input = ctx.upload(&items).map_err(err)?;
@@ -297,6 +299,9 @@ fn bench<T: CompactElement>(
     let mut lengths = ctx.zeros::<u32>(n).map_err(err)?;
     let op = Op::<T>::plus();
     for mean in MEANS {
+        if !a.measures_part(&format!("run{mean}")) {
+            continue;
+        }
         let (keys, values) = runs::<T>(n, mean);
         let expect = 1 + (1..n).filter(|&i| keys[i] != keys[i - 1]).count();
         let input = ctx.upload(&keys).map_err(err)?;

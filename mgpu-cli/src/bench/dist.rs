@@ -11,7 +11,7 @@
 //! communicator's all-to-all of the same bytes alone, measured in the same run (the ceiling);
 //! scan and reduce against one collective round of a single value (their floor).
 
-use super::harness::{random, random_keys, Args, BenchElement};
+use super::harness::{random, random_keys, Args, BenchElement, Placement};
 use crate::output::{self, Record};
 use mgpu::dist::{Group, Rank, SortTimes};
 use mgpu::{Buffer, Comparator, Context, Op, ScanOptions, SortAlgorithm};
@@ -23,17 +23,6 @@ type Slot<T> = Mutex<Option<T>>;
 
 /// A rank's keys and values to sort.
 type SortInput<T> = (Buffer<T>, Option<Buffer<u32>>);
-
-/// Where the ranks run (`--placement`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Placement {
-    /// Ranks on streams of GPU 0 (in process, no NCCL)
-    OneGpu,
-    /// One rank per GPU of this host, GPUs 0..N, through NCCL
-    Gpus,
-    /// This process's rank of a torchrun launch (RANK, WORLD_SIZE, LOCAL_RANK; NCCL)
-    Env,
-}
 
 /// The measured operations, in the order they run.
 const OPS: &[&str] = &["sort-keys", "sort-pairs", "scan", "reduce"];

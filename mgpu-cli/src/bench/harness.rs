@@ -31,6 +31,37 @@ pub(crate) struct Args {
     pub types_given: bool,
     /// `--dist`: the key distributions of the radix rows (sort, radix).
     pub dist: Vec<KeyDist>,
+    /// The rows to measure, by variant name (`select-if/50%`, `segreduce/fixed-20`: what `mgpu
+    /// bench suite` picks); None: every row of the primitive.
+    pub only: Option<&'static [&'static str]>,
+    /// dist: the rank counts (`--ranks`), and where the ranks run (`--placement`).
+    pub ranks: Vec<usize>,
+    pub placement: Placement,
+}
+
+impl Args {
+    /// Whether the row `variant` is measured.
+    pub(crate) fn measures(&self, variant: &str) -> bool {
+        self.only.is_none_or(|o| o.contains(&variant))
+    }
+
+    /// Whether any measured row has `part` between its slashes (`50%`, `run10`): the benches
+    /// that generate an input per rate or run length skip those no row needs.
+    pub(crate) fn measures_part(&self, part: &str) -> bool {
+        self.only
+            .is_none_or(|o| o.iter().any(|v| v.split('/').any(|p| p == part)))
+    }
+}
+
+/// Where the ranks run (`--placement`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Placement {
+    /// Ranks on streams of GPU 0 (in process, no NCCL)
+    OneGpu,
+    /// One rank per GPU of this host, GPUs 0..N, through NCCL
+    Gpus,
+    /// This process's rank of a torchrun launch (RANK, WORLD_SIZE, LOCAL_RANK; NCCL)
+    Env,
 }
 
 /// A distribution of sort keys (`--dist`; the radix rows of `mgpu bench sort | radix`).

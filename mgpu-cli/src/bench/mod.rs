@@ -5,7 +5,9 @@
 //!
 //! This file parses the command line and dispatches; `harness` holds what every bench shares
 //! (timing, inputs, the peer runner, rows); `reduce_scan`, `sort`, `compact` and `segreduce`
-//! measure their families and use only the harness.
+//! measure their families and use only the harness. `suite` (`mgpu bench suite`) picks the
+//! headline rows of every family, has them measured through this file's dispatch, and writes them
+//! as one Markdown table.
 
 mod compact;
 mod dist;
@@ -13,11 +15,12 @@ pub(crate) mod harness;
 mod reduce_scan;
 mod segreduce;
 mod sort;
+mod suite;
 
-use crate::output;
+use crate::output::{self, Record};
 use crate::peers::Peer;
-use crate::primitives::{bench_types, COMPACTION, PRIMITIVES, SEGMENTED, TYPES};
-use harness::{Args, KeyDist, Row};
+use crate::primitives::{bench_types, COMPACTION, PRIMITIVES, SEGMENTED, SUITE, TYPES};
+use harness::{Args, KeyDist, Placement, Row};
 use mgpu::Context;
 
 /// `mgpu bench`'s help beyond the one-line summary.
@@ -55,6 +58,19 @@ env (this process's rank of a torchrun launch). Wall-clock times from a barrier 
 rank's end; the sort's phases (local sort, splitters, exchange, merge; the slowest rank's), the
 bytes sent, and the communicator's all-to-all of the same bytes alone (the ceiling, GB/s).
 
+suite runs the headline rows of every primitive, each at 2^24 and 2^28 (the two ends of --sizes;
+--quick: 2^24 alone), against its peer, and prints them as one Markdown table on stdout (the
+benches' tables go to stderr; --markdown FILE also writes it there), headed by the date (UTC), the
+device and the command line: mgpu ms, the peer and its ms, vs peer (peer ms / mgpu ms, > 1: mgpu
+faster) and vs memcpy (as vs_mcpy). Its 40 rows: reduce and scan on i32, f32; radix-keys and
+radix-pairs on i32, u64, f32; sort-keys (merge sort) i32; merge i32; select-if/50% i32;
+unique/run10 and reduce-by-key/run10 i32; segreduce fixed-20, fixed-500, powerlaw i32 (one-shot);
+spmv random-32 f32 (one-shot and apply). About 2-3 minutes on an H100 with the CUB peer and the
+kernels cached, most of it on the host (generating and checking the 2^28 inputs, 40 peer
+processes); a cold kernel cache adds about 20 s of NVRTC, and a machine without the built peer its
+nvcc build (minutes). It does not take --types, --csv, --transform, --offset, --deterministic or
+--dist.
+
 Every row names the tuning it ran with (NTxVTxOCC), and the header the tuning file in effect
 (MGPU_TUNING, else the default location ~/.config/mgpu/tuning.txt, else the built-in tables; see
 `mgpu tune`). --json prints the rows as a JSON array on stdout instead of the tables; --csv FILE
@@ -64,11 +80,13 @@ stderr when it is a terminal.";
 /// `mgpu bench`'s command line.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// The primitive to measure
-    #[arg(value_parser = clap::builder::PossibleValuesParser::new(PRIMITIVES))]
+    /// The primitive to measure, or `suite`: the headline rows of every primitive
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+        PRIMITIVES.iter().copied().chain([SUITE])
+    ))]
     primitive: String,
     /// Sizes, log2 of the element count: A..B or one A (at most 32) [default: 16..28; 24 with
-    /// --quick]
+    /// --quick; suite: its two ends, default 24..28]
     #[arg(long, value_name = "A..B", value_parser = parse_sizes)]
     sizes: Option<std::ops::RangeInclusive<u32>>,
     /// Element types, comma-separated (default i32,i64,f32,f64; u8,u16,i32,u32,f32,i64,u64,f64
@@ -94,6 +112,9 @@ pub struct BenchArgs {
     /// Also write the results to FILE as CSV
     #[arg(long, value_name = "FILE")]
     csv: Option<String>,
+    /// suite: also write the summary (Markdown) to FILE
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<std::path::PathBuf>,
     /// Print the results as a JSON array on stdout instead of the tables
     #[arg(long)]
     json: bool,
@@ -131,7 +152,7 @@ pub struct BenchArgs {
     ranks: Vec<usize>,
     /// dist: where the ranks run
     #[arg(long, value_enum, default_value = "one-gpu")]
-    placement: dist::Placement,
+    placement: Placement,
 }
 
 /// `--transform`'s functions.
@@ -164,10 +185,11 @@ impl From<BenchArgs> for Args {
             let (_, defaults) = bench_types(&b.primitive);
             defaults.iter().map(|t| t.to_string()).collect()
         };
-        let (default_sizes, default_reps) = match (b.quick, b.primitive == "dist") {
+        let (default_sizes, default_reps) = match (b.quick, b.primitive.as_str()) {
             (true, _) => (24..=24, 10),
-            (false, true) => (28..=28, 10),
-            (false, false) => (16..=28, 20),
+            (false, "dist") => (28..=28, 10),
+            (false, SUITE) => (24..=28, 20),
+            (false, _) => (16..=28, 20),
         };
         Args {
             primitive: b.primitive,
@@ -186,8 +208,28 @@ impl From<BenchArgs> for Args {
             } else {
                 b.dist
             },
+            only: None,
+            ranks: if b.ranks.is_empty() {
+                vec![1, 2]
+            } else {
+                b.ranks
+            },
+            placement: b.placement,
         }
     }
+}
+
+/// The first of the options that `mgpu bench suite` does not take (it runs fixed rows) that
+/// `b` gives.
+fn not_for_the_suite(b: &BenchArgs) -> Option<&'static str> {
+    let given = [
+        ("--types", !b.types.is_empty()),
+        ("--csv", b.csv.is_some()),
+        ("--transform", b.transform.is_some()),
+        ("--offset", b.offset > 0),
+        ("--deterministic", b.deterministic),
+    ];
+    given.into_iter().find(|g| g.1).map(|g| g.0)
 }
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
@@ -199,20 +241,25 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             args.primitive
         ));
     }
-    if (!args.ranks.is_empty() || args.placement != dist::Placement::OneGpu)
-        && args.primitive != "dist"
-    {
+    if (!args.ranks.is_empty() || args.placement != Placement::OneGpu) && args.primitive != "dist" {
         return Err("bench: --ranks and --placement are for dist".into());
     }
     if args.ranks.contains(&0) {
         return Err("bench dist: a group needs at least one rank".into());
     }
-    let ranks = if args.ranks.is_empty() {
-        vec![1, 2]
-    } else {
-        args.ranks.clone()
-    };
-    let placement = args.placement;
+    let suite = args.primitive == SUITE;
+    if let Some(flag) = not_for_the_suite(&args).filter(|_| suite) {
+        return Err(format!(
+            "bench suite: {flag} is not for the suite (it runs fixed rows; see `mgpu bench \
+             --help`)"
+        ));
+    }
+    if args.markdown.is_some() && !suite {
+        return Err("bench: --markdown is for `mgpu bench suite`".into());
+    }
+    // The suite's stdout holds its summary alone.
+    output::set_tables_on_stderr(suite);
+    let markdown = args.markdown.clone();
     let a = Args::from(args);
     // A tuning file that cannot be used fails here, with its name, rather than in the first call.
     let (source, _) = mgpu::tuning::check().map_err(|e| e.to_string())?;
@@ -257,25 +304,15 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     output::line(format!(
         "# tuning: {source}; each row's NTxVTxOCC in the last column"
     ));
-    let steps = (a.types.len() * a.sizes.clone().count()) as u64;
-    let _bar = output::Progress::new(steps, &format!("bench {}", a.primitive));
-    let records = if a.primitive == "dist" {
-        dist::run(&ctx, &a, &ranks, placement)?
-    } else if SEGMENTED.contains(&a.primitive.as_str()) {
-        segreduce::run(&ctx, &a, peer.as_ref())?
+    let records = if suite {
+        let bench = |run: &Args| measure(&ctx, run, peer.as_ref());
+        let (device, tuning) = (ctx.description(), source.to_string());
+        suite::run(&a, &device, &tuning, markdown.as_deref(), bench)?
     } else {
-        harness::print_header(a.primitive == "sort" || a.primitive == "radix");
-        let rows = if COMPACTION.contains(&a.primitive.as_str()) {
-            compact::rows(&ctx, &a, peer.as_ref())?
-        } else {
-            rows(&ctx, &a, peer.as_ref())?
-        };
-        if let Some(path) = &a.csv {
-            harness::write_csv(path, &rows)?;
-        }
-        rows.iter().map(|r| r.record(&a.primitive)).collect()
+        let steps = (a.types.len() * a.sizes.clone().count()) as u64;
+        let _bar = output::Progress::new(steps, &format!("bench {}", a.primitive));
+        measure(&ctx, &a, peer.as_ref())?
     };
-    drop(_bar);
     if json {
         output::print_json(&records, &source.to_string());
     }
@@ -285,6 +322,27 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The bench of `a.primitive` (its family's), its table printed as it goes and its CSV written
+/// where asked: the records of its rows.
+fn measure(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Record>, String> {
+    if a.primitive == "dist" {
+        return dist::run(ctx, a, &a.ranks, a.placement);
+    }
+    if SEGMENTED.contains(&a.primitive.as_str()) {
+        return segreduce::run(ctx, a, peer);
+    }
+    harness::print_header(a.primitive == "sort" || a.primitive == "radix");
+    let rows = if COMPACTION.contains(&a.primitive.as_str()) {
+        compact::rows(ctx, a, peer)?
+    } else {
+        rows(ctx, a, peer)?
+    };
+    if let Some(path) = &a.csv {
+        harness::write_csv(path, &rows)?;
+    }
+    Ok(rows.iter().map(|r| r.record(&a.primitive)).collect())
 }
 
 /// The rows of reduce, scan, sort, radix and merge: every type (each bench runs every size).

@@ -64,6 +64,7 @@ pub(crate) fn bench_type<T: BenchElement>(
             variants.push((format!("{}-sq{at}", a.primitive), true, false));
             variants.push((format!("{}-sqmat{at}", a.primitive), false, true));
         }
+        variants.retain(|v| a.measures(&v.0));
         for (variant, fused, materialize) in variants {
             let mut squares = if materialize {
                 Some(ctx.zeros::<T>(n + a.offset).map_err(|e| e.to_string())?)

@@ -477,12 +477,22 @@ fn check_segreduce<T: SegValue>(
 #[derive(Clone, Copy)]
 struct Run<'a> {
     ctx: &'a Context,
+    /// The rows measured, and the repetitions.
+    a: &'a Args,
     ty: &'a str,
     log2: u32,
-    reps: usize,
     peer: Option<&'a Peer>,
     /// The first size (its first geometry reports the first use).
     first: bool,
+}
+
+impl Run<'_> {
+    /// Whether a line of `primitive`'s geometry `spec` is measured (its one-shot and its apply
+    /// are measured together).
+    fn measures(&self, primitive: &str, spec: &str) -> bool {
+        let oneshot = format!("{primitive}/{spec}");
+        self.a.measures(&oneshot) || self.a.measures(&format!("{oneshot}/apply"))
+    }
 }
 
 /// What the two lines of one geometry (segment distribution or matrix) share.
@@ -515,7 +525,7 @@ fn oneshot_and_apply<T: BenchElement, P>(
     mut apply: impl FnMut(&P, &mut Buffer<T>) -> mgpu::Result<()>,
     check: impl Fn(&str, &[T]) -> Result<(), String>,
 ) -> Result<Vec<Line>, String> {
-    let (ctx, reps, p) = (r.ctx, r.reps, g.primitive);
+    let (ctx, reps, p) = (r.ctx, r.a.reps, g.primitive);
     let mut out = ctx.zeros::<T>(g.segments).map_err(err)?;
     let memcpy_ms = memcpy_ms(ctx, g.bytes, reps)?;
 
@@ -573,8 +583,11 @@ fn bench_segreduce<T: SegValue>(r: Run) -> Result<Vec<Line>, String> {
         ctx.upload(&host).map_err(err)?
     };
     let op = Op::<T>::plus();
-    let mut lines = Vec::new();
-    for (d, &dist) in SEG_DISTS.iter().enumerate() {
+    let (mut lines, mut first) = (Vec::new(), r.first);
+    for &dist in SEG_DISTS {
+        if !r.measures("segreduce", &dist.spec()) {
+            continue;
+        }
         let (host_offsets, geom) = segments(n as u64, dist);
         let segs = host_offsets.len() - 1;
         let support_empty = dist.support_empty();
@@ -591,7 +604,7 @@ fn bench_segreduce<T: SegValue>(r: Run) -> Result<Vec<Line>, String> {
         };
         lines.extend(oneshot_and_apply(
             r,
-            r.first && d == 0,
+            std::mem::take(&mut first),
             g,
             |out| ctx.segreduce_csr(&values, csr(&offsets, support_empty), out, &op),
             || ctx.segreduce_plan::<T, u32>(csr(&offsets, support_empty), n),
@@ -636,8 +649,11 @@ fn bench_spmv<T: SpmvValue>(r: Run) -> Result<Vec<Line>, String> {
     let target = 1u64 << log2;
     let size = std::mem::size_of::<T>();
     let (mul, add) = (Op::<T>::multiplies(), Op::<T>::plus());
-    let mut lines = Vec::new();
-    for (d, &kind) in MATRICES.iter().enumerate() {
+    let (mut lines, mut first) = (Vec::new(), r.first);
+    for &kind in MATRICES {
+        if !r.measures("spmv", &kind.spec()) {
+            continue;
+        }
         let m = matrix(target, kind);
         let (rows, nnz) = (m.rows, m.nnz());
         let host_values: Vec<T> = match m.diag {
@@ -675,7 +691,7 @@ fn bench_spmv<T: SpmvValue>(r: Run) -> Result<Vec<Line>, String> {
         };
         lines.extend(oneshot_and_apply(
             r,
-            r.first && d == 0,
+            std::mem::take(&mut first),
             g,
             |y| {
                 ctx.spmv_csr(
@@ -699,7 +715,7 @@ fn bench_spmv<T: SpmvValue>(r: Run) -> Result<Vec<Line>, String> {
 /// `mgpu bench segreduce` or `mgpu bench spmv`: every type and size, then the CSV if asked; the
 /// records for JSON and charts.
 pub(crate) fn run(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Record>, String> {
-    let (primitive, types, sizes, reps) = (a.primitive.as_str(), &a.types, &a.sizes, a.reps);
+    let (primitive, types, sizes) = (a.primitive.as_str(), &a.types, &a.sizes);
     if *sizes.end() > MAX_LOG2 {
         return Err(format!(
             "bench {primitive}: sizes up to 2^{MAX_LOG2} (the peers take 32-bit signed offsets \
@@ -734,9 +750,9 @@ pub(crate) fn run(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Re
             output::working_on(format!("{primitive} {ty} 2^{log2}"));
             let r = Run {
                 ctx,
+                a,
                 ty,
                 log2,
-                reps,
                 peer,
                 first: log2 == *sizes.start(),
             };

@@ -95,7 +95,8 @@ pub(crate) fn bench_sort_type<T: BenchElement>(
 ) -> Result<Vec<Row>, String> {
     let comp = Comparator::<T>::less();
     let err = |e: mgpu::Error| e.to_string();
-    let variants = variants(a, ty);
+    let mut variants = variants(a, ty);
+    variants.retain(|v| a.measures(&format!("{}{}", v.name, v.dist.suffix())));
     let size = std::mem::size_of::<T>();
     let mut rows = Vec::new();
     for log2 in a.sizes.clone() {
