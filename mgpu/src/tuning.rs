@@ -251,6 +251,18 @@ const TABLE: &[Entry] = &[
     e(Family::RadixPairs, 70, 4, 384, 8, 2),
     e(Family::RadixPairs, 70, 8, 384, 8, 2),
     e(Family::RadixPairs, 70, 16, 384, 5, 2),
+    // sm_90: 3 CTAs of 384 per SM (CUB's onesweep occupancy on the H100), at most 56 registers,
+    // since the ranking keeps no per-warp counts in registers across the bin scan and a pass no
+    // digit per item for its values (kernel_radix.cu). The largest VT without spills with NVRTC
+    // 13.0 for every key type of the class: f32 keys spill from 384 x 15 (i32 keys from 384 x 19;
+    // CUB runs 384 x 20), 8-byte keys from 384 x 10 (i64). Not yet swept on the H100.
+    e(Family::RadixKeys, 90, 2, 384, 18, 3),
+    e(Family::RadixKeys, 90, 4, 384, 14, 3),
+    e(Family::RadixKeys, 90, 8, 384, 9, 3),
+    e(Family::RadixPairs, 90, 2, 384, 8, 3),
+    e(Family::RadixPairs, 90, 4, 384, 8, 3),
+    e(Family::RadixPairs, 90, 8, 384, 8, 3),
+    e(Family::RadixPairs, 90, 16, 384, 5, 3),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
     // (median of 10-15; 2^28 i32 in ms, memcpy of the same bytes 0.718 ms):
     //   256x15x2 1.03 | 256x23x1 0.95 | 256x31x1 0.96 | 128x15x4 1.14 | 128x31x4 0.94

@@ -12,7 +12,6 @@
 #define RADIX_BINS 256
 #define RADIX_MAX_PASSES 8
 static_assert(MGPU_NT >= RADIX_BINS, "a thread per digit bin");
-static_assert(MGPU_NV <= 65535, "a warp's bin counts are 16-bit");
 
 // Order-preserving numbers of the built-in key types (radix keys `ascending`): integers with the
 // sign flipped; floats in the built-in comparators' order, every NaN one number above +inf and
@@ -44,9 +43,10 @@ __device__ __forceinline__ unsigned digit_of(const K& key, int shift, unsigned m
   return (unsigned)(bits >> shift) & mask;
 }
 
-// The digit of a key past the input's end: one of its own in every lane (so it matches no other
-// key) and not a bin.
-__device__ __forceinline__ unsigned no_digit() { return RADIX_BINS + (threadIdx.x & 31); }
+// The digit of a key past the input's end: the last bin, so that such keys, which come after
+// every key of the input in the tile's order, rank after them all and take the sorted tile's last
+// places (a pass counts them in bin RADIX_BINS - 1 and takes them off its count there).
+#define RADIX_PAD_DIGIT (RADIX_BINS - 1)
 
 // The lanes whose `label` agrees with this lane's in bit `bit`: one ballot, its complement where
 // this lane's bit is clear (predicated, no select).
@@ -59,52 +59,41 @@ __device__ __forceinline__ unsigned lanes_agreeing(unsigned label, unsigned bit)
   return lanes;
 }
 
-// A warp's ranking of its keys by digit. Key i of lane l is the warp's key i * 32 + l (the
-// tile's order), so processing i in turn and lanes in lane order ranks in input order: stable.
-// After it, `counts` (the warp's) holds how many of its keys have each digit, and `item[i]`,
-// which held key i's digit, holds the digit and above it (bits 16..) how many of the warp's keys
-// before key i have that digit: one register per key, not two. Lanes with one digit find each
-// other by ballots; the lowest adds their number to the digit's count and hands the count before
-// to the others. Every lane takes part in every shuffle: a shuffle under a partial mask made the
-// compiler check convergence with match.any, the instruction the ballots replace.
-__device__ __forceinline__ void warp_rank(unsigned (&item)[MGPU_VT], unsigned short* counts) {
-  int lane = threadIdx.x & 31;
-  for (int b = lane; b < RADIX_BINS; b += MGPU_WARP) counts[b] = 0;
-  __syncwarp();
-  unsigned lower = (1u << lane) - 1;
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) {
-    unsigned d = item[i];
-    bool valid = d < RADIX_BINS;
-    // The lanes whose digit is d, from one ballot per digit bit: match.any itself measured
-    // compute-bound (a pass of 2^24 keys took 336 us, 6x a memcpy of its bytes).
-    unsigned peers = __ballot_sync(MGPU_FULL_MASK, valid);
-#pragma unroll
-    for (int bit = 0; bit < RADIX_BITS; ++bit) peers &= lanes_agreeing(d, bit);
-    if (!valid) peers = 1u << lane;
-    int leader = __ffs(peers) - 1;
-    unsigned before = 0;
-    if (valid && lane == leader) {
-      before = counts[d];
-      counts[d] = (unsigned short)(before + __popc(peers));
-    }
-    unsigned rank = __shfl_sync(MGPU_FULL_MASK, before, leader) + __popc(peers & lower);
-    item[i] = d | rank << 16;
-    __syncwarp();
-  }
+__device__ __forceinline__ unsigned lanemask_le() {
+  unsigned m;
+  asm("mov.u32 %0, %%lanemask_le;" : "=r"(m));
+  return m;
 }
 
-// Thread b (< RADIX_BINS), once every warp has ranked: the warps' counts of digit b become
-// offsets (the keys of digit b in earlier warps); returns the tile's count of digit b.
-__device__ __forceinline__ unsigned warp_offsets(unsigned short (*counts)[RADIX_BINS], int b) {
-  unsigned run = 0;
-#pragma unroll
-  for (int w = 0; w < MGPU_WARPS; ++w) {
-    unsigned c = counts[w][b];
-    counts[w][b] = (unsigned short)run;
-    run += c;
+// `*p = x` (global memory) where `store`: predicated, not branched around, so that the loads
+// feeding every item's store can all be in flight at once.
+template <typename X>
+__device__ __forceinline__ void store_global_if(bool store, X* p, X x) {
+  static_assert(sizeof(X) == 1 || sizeof(X) == 2 || sizeof(X) == 4 || sizeof(X) == 8,
+                "an arithmetic item");
+  u64 at = __cvta_generic_to_global(p);
+  if constexpr (sizeof(X) == 8) {
+    u64 bits;
+    memcpy(&bits, &x, 8);
+    asm volatile("{\n .reg .pred q;\n setp.ne.u32 q, %0, 0;\n @q st.global.b64 [%1], %2;\n}"
+                 :
+                 : "r"((unsigned)store), "l"(at), "l"(bits));
+  } else {
+    unsigned bits = 0;
+    memcpy(&bits, &x, sizeof(X));
+    if constexpr (sizeof(X) == 4)
+      asm volatile("{\n .reg .pred q;\n setp.ne.u32 q, %0, 0;\n @q st.global.b32 [%1], %2;\n}"
+                   :
+                   : "r"((unsigned)store), "l"(at), "r"(bits));
+    else if constexpr (sizeof(X) == 2)
+      asm volatile("{\n .reg .pred q;\n setp.ne.u32 q, %0, 0;\n @q st.global.b16 [%1], %2;\n}"
+                   :
+                   : "r"((unsigned)store), "l"(at), "h"((unsigned short)bits));
+    else
+      asm volatile("{\n .reg .pred q;\n setp.ne.u32 q, %0, 0;\n @q st.global.b8 [%1], %2;\n}"
+                   :
+                   : "r"((unsigned)store), "l"(at), "h"((unsigned short)bits));
   }
-  return run;
 }
 
 struct Plus32 {
@@ -114,36 +103,80 @@ struct Plus64 {
   __device__ __forceinline__ u64 operator()(u64 a, u64 b) const { return a + b; }
 };
 
-// What ranking a tile needs besides the tile.
+// What ranking a tile needs besides the tile. `offsets[w][d]`: warp w's count of digit d, then
+// the place in the tile sorted by digit of warp w's next key of digit d.
 struct RankStorage {
-  unsigned short counts[MGPU_WARPS][RADIX_BINS];
+  unsigned offsets[MGPU_WARPS][RADIX_BINS];
   unsigned bin_start[RADIX_BINS];
   CtaScanStorageOf<unsigned> scan;
 };
 
-// A key past the input's end has no place in the sorted tile.
-#define RADIX_NO_PLACE 0xffffffffu
-
-// Ranks the tile (every warp its keys, striped as in warp_rank) and returns, in thread b <
-// RADIX_BINS, the tile's count of digit b; `item[i]`, key i's digit, becomes its place in the
-// tile sorted by digit (RADIX_NO_PLACE past the end). `publish(count)` runs in thread b as soon
-// as its count is known: the pass publishes it for later tiles' look-backs. Ends on a barrier.
+// Ranks the tile: `item[i]`, the digit of the thread's key i (striped: key i of lane l of warp w is
+// the tile's w * 32 * VT + i * 32 + l; RADIX_PAD_DIGIT past the input's end), becomes the key's
+// place in the tile sorted by digit, stably. Every key has a place, padding included: those past
+// the end take the places from the input's count on. Returns, in thread b < RADIX_BINS, the tile's
+// count of digit b without the `pads` padding keys, which `publish(count)` receives (in thread b)
+// as soon as it is known, before the ranking: the pass publishes it for later tiles' look-backs.
+// In three steps, as in Onesweep: every warp counts its keys' digits (shared-memory atomics, one
+// per key); thread b turns warp w's count of digit b into the place of warp w's first key of
+// digit b; every warp ranks its keys in turn (key i of every lane, then key i + 1), the lanes with
+// one digit finding each other by one ballot per digit bit, the highest of them adding their
+// number to the digit's place and handing the place before to the others. Every lane takes part in
+// every shuffle: a shuffle under a partial mask made the compiler check convergence with
+// match.any, the instruction the ballots replace. (The leader's read and write are predicated; an
+// atomic add instead came out as a branch around it, four more instructions per key.)
 template <typename Publish>
-__device__ __forceinline__ unsigned rank_tile(unsigned (&item)[MGPU_VT], RankStorage& s,
-                                              Publish&& publish) {
-  int tid = threadIdx.x, warp = tid / MGPU_WARP;
-  warp_rank(item, s.counts[warp]);
+__device__ __forceinline__ unsigned rank_tile(unsigned (&item)[MGPU_VT], int pads,
+                                              RankStorage& s, Publish&& publish) {
+  int tid = threadIdx.x, warp = tid / MGPU_WARP, lane = tid & (MGPU_WARP - 1);
+  unsigned* offsets = s.offsets[warp];
+  for (int b = lane; b < RADIX_BINS; b += MGPU_WARP) offsets[b] = 0;
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) atomicAdd(&offsets[item[i]], 1u);
   __syncthreads();
-  unsigned count = tid < RADIX_BINS ? warp_offsets(s.counts, tid) : 0;
-  if (tid < RADIX_BINS) publish(count);
+  // Thread b: warp w's count of digit b becomes the count of digit b in the warps before w, and
+  // then (once the bins before b are counted) the place of warp w's first key of digit b. In two
+  // sweeps over shared memory: the counts kept in registers across the scan spilled at OCC 3.
+  unsigned count = 0;
+  if (tid < RADIX_BINS) {
+#pragma unroll
+    for (int w = 0; w < MGPU_WARPS; ++w) {
+      unsigned c = s.offsets[w][tid];
+      s.offsets[w][tid] = count;
+      count += c;
+    }
+    if (tid == RADIX_PAD_DIGIT) count -= pads;
+    publish(count);
+  }
+  // Padding only moves the total, which nothing reads: bin starts count the bins before.
   unsigned total;
   unsigned start = cta_scan_exclusive(count, Plus32(), 0u, total, s.scan);
-  if (tid < RADIX_BINS) s.bin_start[tid] = start;
+  if (tid < RADIX_BINS) {
+    s.bin_start[tid] = start;
+#pragma unroll
+    for (int w = 0; w < MGPU_WARPS; ++w) s.offsets[w][tid] += start;
+  }
   __syncthreads();
+  unsigned upto_me = lanemask_le();
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
-    unsigned d = item[i] & 0xffff, rank = item[i] >> 16;
-    item[i] = d < RADIX_BINS ? rank + s.bin_start[d] + s.counts[warp][d] : RADIX_NO_PLACE;
+    unsigned d = item[i];
+    // The lanes whose digit is d, from one ballot per digit bit: match.any itself measured
+    // compute-bound (a pass of 2^24 keys took 336 us, 6x a memcpy of its bytes).
+    unsigned peers = lanes_agreeing(d, 0);
+#pragma unroll
+    for (int bit = 1; bit < RADIX_BITS; ++bit) peers &= lanes_agreeing(d, bit);
+    int leader = 31 - __clz(peers);
+    unsigned upto = __popc(peers & upto_me);  // the leader's: all of them
+    unsigned before = 0;
+    if (lane == leader) {
+      before = offsets[d];
+      offsets[d] = before + upto;
+    }
+    item[i] = __shfl_sync(MGPU_FULL_MASK, before, leader) + upto - 1;
+    // The next key's leader may be another lane: this write is ordered before its read.
+    __syncwarp();
   }
   return count;
 }
@@ -154,19 +187,20 @@ __device__ __forceinline__ int striped(int i) {
   return (threadIdx.x / MGPU_WARP) * MGPU_WARP * MGPU_VT + i * MGPU_WARP + (threadIdx.x & 31);
 }
 
-// Keys, then values, through shared memory in one buffer.
-union TileItems {
+// Keys and values, through shared memory side by side: a pass scatters both in one loop, with
+// no digit per item kept in registers for the values.
+struct TileItems {
   K keys[MGPU_NV];
   V values[MGPU_VALUES ? MGPU_NV : 1];
 };
 
-// The ranked items (keys or values) to their places in the tile sorted by digit, in shared memory.
+// The ranked items (keys or values) to their places in the tile sorted by digit, in shared memory;
+// those past the input's end (not loaded) to the places after the input's, which nothing reads.
 template <typename X>
 __device__ __forceinline__ void place_ranked(X* tile, const X (&x)[MGPU_VT],
                                              const unsigned (&place)[MGPU_VT]) {
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i)
-    if (place[i] != RADIX_NO_PLACE) tile[place[i]] = x[i];
+  for (int i = 0; i < MGPU_VT; ++i) tile[place[i]] = x[i];
 }
 
 // The `n` items of a tile striped, every load issued before any is used: a full tile's without a
@@ -267,7 +301,10 @@ typedef TileStatusOf<unsigned, RADIX_BINS * 8> BinStatus;
 struct PassStorage {
   TileItems items;
   RankStorage rank;
-  u64 bin_out[RADIX_BINS];  // output position of the tile's sorted position 0, per digit
+  // Per digit, where the tile's sorted position 0 would go (so that position j of digit d goes to
+  // key_out[d] + j): one 64-bit shared read and one wide multiply-add per item.
+  K* key_out[RADIX_BINS];
+  V* value_out[MGPU_VALUES ? RADIX_BINS : 1];
   i64 tile_id;
 };
 
@@ -294,44 +331,36 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     load_striped(keys_in + base, n, key);
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i)
-      item[i] = striped(i) < n ? digit_of(key[i], shift, mask, flip) : no_digit();
-    unsigned count = rank_tile(item, s.rank, [&](unsigned c) {
+      item[i] = striped(i) < n ? digit_of(key[i], shift, mask, flip) : RADIX_PAD_DIGIT;
+    unsigned count = rank_tile(item, MGPU_NV - n, s.rank, [&](unsigned c) {
       thread_publish(status.word_of(tid), tile, c);
     });
     // Values are read once the keys are ranked: fewer registers live across the ranking.
     V value[MGPU_VT];
     if (MGPU_VALUES) load_values(values_in, base, index_base, n, value);
     place_ranked(s.items.keys, key, item);
+    if (MGPU_VALUES) place_ranked(s.items.values, value, item);
     // The look-back waits last: by now the tiles before have most likely published their P.
     if (tid < RADIX_BINS) {
       unsigned before = thread_lookback(status.word_of(tid), tile, count, Plus32(), 0u);
       u64 base = bases[tid];
-      s.bin_out[tid] = base + before - s.rank.bin_start[tid];
+      // At least the tile's keys of digits below d come before digit d: not below the output.
+      u64 out = base + before - s.rank.bin_start[tid];
+      s.key_out[tid] = keys_out + out;
+      if (MGPU_VALUES) s.value_out[tid] = values_out + out;
       // The portion's last tile knows its count of every digit: the next portion starts there.
       if (next_bases && (u64)tile == num_tiles - 1)
         next_bases[tid] = base + before + count;
     }
     __syncthreads();
-    unsigned char out_digit[MGPU_VT];
+    // Positions from n on hold no key (garbage, inside the tile): read, not stored.
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
-      int j = i * MGPU_NT + tid;
-      if (j < n) {
-        K k = s.items.keys[j];
-        unsigned d = digit_of(k, shift, mask, flip);
-        out_digit[i] = (unsigned char)d;
-        keys_out[s.bin_out[d] + j] = k;
-      }
-    }
-    if (MGPU_VALUES) {
-      __syncthreads();
-      place_ranked(s.items.values, value, item);
-      __syncthreads();
-#pragma unroll
-      for (int i = 0; i < MGPU_VT; ++i) {
-        int j = i * MGPU_NT + tid;
-        if (j < n) values_out[s.bin_out[out_digit[i]] + j] = s.items.values[j];
-      }
+      unsigned j = i * MGPU_NT + tid;
+      K k = s.items.keys[j];
+      unsigned d = digit_of(k, shift, mask, flip);
+      store_global_if(j < (unsigned)n, s.key_out[d] + j, k);
+      if (MGPU_VALUES) store_global_if(j < (unsigned)n, s.value_out[d] + j, s.items.values[j]);
     }
   });
 }
@@ -346,7 +375,7 @@ struct TileStorage {
 // Sorts `count` <= NV keys (and values) with one CTA: every pass ranks the tile in registers and
 // reorders it through shared memory. In place is fine: everything is read before anything is
 // written.
-extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
     mgpu_radix_tile(const K* keys_in, const V* values_in, K* keys_out, V* values_out, int count,
                     int passes, int begin_bit, int end_bit, u64 flip) {
   __shared__ TileStorage s;
@@ -363,8 +392,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     unsigned item[MGPU_VT];
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i)
-      item[i] = striped(i) < count ? digit_of(key[i], shift, mask, flip) : no_digit();
-    rank_tile(item, s.rank, [](unsigned) {});
+      item[i] = striped(i) < count ? digit_of(key[i], shift, mask, flip) : RADIX_PAD_DIGIT;
+    rank_tile(item, MGPU_NV - count, s.rank, [](unsigned) {});
     place_ranked(s.items.keys, key, item);
     __syncthreads();
 #pragma unroll
