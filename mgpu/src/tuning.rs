@@ -254,9 +254,10 @@ const TABLE: &[Entry] = &[
     // sm_90: 3 CTAs of 384 per SM (CUB's onesweep occupancy on the H100), at most 56 registers,
     // since the ranking keeps no per-warp counts in registers across the bin scan and a pass no
     // digit per item for its values (kernel_radix.cu). The largest VT without spills with NVRTC
-    // 13.0 for every key type of the class: f32 keys spill from 384 x 15 (i32 keys from 384 x 19;
-    // CUB runs 384 x 20), 8-byte keys from 384 x 10 (i64). Not yet swept on the H100.
-    e(Family::RadixKeys, 90, 2, 384, 18, 3),
+    // 13.0 and 13.5 for every key type of the class: f32 keys spill from 384 x 15 (i32 keys from
+    // 384 x 19; CUB runs 384 x 20), 8-byte keys from 384 x 10 (i64), u8 keys from 384 x 16
+    // (NVRTC 13.5). Not yet swept on the H100.
+    e(Family::RadixKeys, 90, 2, 384, 14, 3),
     e(Family::RadixKeys, 90, 4, 384, 14, 3),
     e(Family::RadixKeys, 90, 8, 384, 9, 3),
     e(Family::RadixPairs, 90, 2, 384, 8, 3),

@@ -8,6 +8,7 @@ use common::*;
 use mgpu::cuda::compact::{CompactModule, CompactSpec, KeyTest, Rejected};
 use mgpu::cuda::family::{self, table_for, Instance, KernelFamily};
 use mgpu::cuda::jit::{self, ElementDesc, Load};
+use mgpu::cuda::radix::{Radix, RadixSpec};
 use mgpu::cuda::reduce::{OpSpec, Reduce};
 use mgpu::cuda::reduce_by_key::{self, ReduceByKey};
 use mgpu::cuda::registry::FAMILIES;
@@ -237,6 +238,23 @@ fn user_types_and_mapped_inputs_compile_without_spills() {
     instances.push(sort(
         MergeSpec::new::<u32, u64>(&mgpu::Comparator::less(), SortValues::Pairs, &t),
         "u64 values",
+    ));
+    // Radix sorts of pairs with user values: 8 and 12 bytes (no predicated store of that size).
+    let pairs = |key: usize, value: usize| {
+        let (family, size) = mgpu::cuda::radix::tuning_family(SortValues::Pairs, key, value);
+        tuning::lookup(family, ARCH, size).unwrap()
+    };
+    let radix = |spec: RadixSpec, label: &str| {
+        Instance::of::<Radix>(&spec, Family::RadixPairs, spec.keys, label)
+    };
+    let order = jit::Expr::new("radix_order(x)", "");
+    instances.push(radix(
+        RadixSpec::new::<u32, Affine>(false, order.clone(), SortValues::Pairs, &pairs(4, 8)),
+        "affine values",
+    ));
+    instances.push(radix(
+        RadixSpec::new::<i16, Tagged>(false, order, SortValues::Pairs, &pairs(2, 12)),
+        "tagged values",
     ));
     // Reduce-by-key of user values.
     let rbk = |spec: CompactModule| {

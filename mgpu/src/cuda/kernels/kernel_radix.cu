@@ -66,13 +66,14 @@ __device__ __forceinline__ unsigned lanemask_le() {
 }
 
 // `*p = x` (global memory) where `store`: predicated, not branched around, so that the loads
-// feeding every item's store can all be in flight at once.
+// feeding every item's store can all be in flight at once (items of 1, 2, 4 or 8 bytes).
 template <typename X>
 __device__ __forceinline__ void store_global_if(bool store, X* p, X x) {
-  static_assert(sizeof(X) == 1 || sizeof(X) == 2 || sizeof(X) == 4 || sizeof(X) == 8,
-                "an arithmetic item");
   u64 at = __cvta_generic_to_global(p);
-  if constexpr (sizeof(X) == 8) {
+  if constexpr (sizeof(X) != 1 && sizeof(X) != 2 && sizeof(X) != 4 && sizeof(X) != 8) {
+    // A user's value of another size: an ordinary branch.
+    if (store) *p = x;
+  } else if constexpr (sizeof(X) == 8) {
     u64 bits;
     memcpy(&bits, &x, 8);
     asm volatile("{\n .reg .pred q;\n setp.ne.u32 q, %0, 0;\n @q st.global.b64 [%1], %2;\n}"
