@@ -15,12 +15,15 @@ pub(crate) const PRIMITIVES: &[&str] = &[
     "reduce-by-key",
     "segreduce",
     "spmv",
-    "dist",
 ];
 
 /// `mgpu bench suite`: the headline rows of every primitive (bench/suite.rs); a bench, not a
 /// primitive (tune, occupancy and warmup do not take it).
 pub(crate) const SUITE: &str = "suite";
+
+/// `mgpu bench dist`: `mgpu::dist`'s sort, scan and reduce across ranks (bench/dist.rs); a bench
+/// of primitives already listed, not a kernel family.
+pub(crate) const DIST: &str = "dist";
 
 /// Those of the compaction family (bench/compact.rs).
 pub(crate) const COMPACTION: &[&str] = &["select", "partition", "unique", "rle", "reduce-by-key"];
@@ -44,7 +47,7 @@ pub(crate) fn bench_types(primitive: &str) -> (&'static [&'static str], &'static
     match primitive {
         "segreduce" => (WIDE, &["i32"]),
         "spmv" => (&["f32", "f64"], &["f32", "f64"]),
-        "dist" => (&["i32", "i64", "u32", "u64", "f32", "f64"], &["i32"]),
+        DIST => (&["i32", "i64", "u32", "u64", "f32", "f64"], &["i32"]),
         "sort" | "radix" => (TYPES, RADIX_TYPES),
         "merge" => (&["i32", "i64", "u32", "u64", "f32", "f64"], WIDE),
         _ => (TYPES, WIDE),

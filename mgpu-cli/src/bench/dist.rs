@@ -148,7 +148,7 @@ fn report(op: &str, ty: &str, world: usize, scaling: &str, n: usize, m: &Measure
         m.ceiling_gbps.map_or("-".into(), |g| format!("{g:.1}")),
     ));
     Record {
-        primitive: "dist".into(),
+        primitive: crate::primitives::DIST.into(),
         variant: format!("{op}/{world}r/{scaling}"),
         ty: ty.into(),
         log2,

@@ -19,7 +19,7 @@ mod suite;
 
 use crate::output::{self, Record};
 use crate::peers::Peer;
-use crate::primitives::{bench_types, COMPACTION, PRIMITIVES, SEGMENTED, SUITE, TYPES};
+use crate::primitives::{bench_types, COMPACTION, DIST, PRIMITIVES, SEGMENTED, SUITE, TYPES};
 use harness::{Args, KeyDist, Placement, Row};
 use mgpu::Context;
 
@@ -80,9 +80,10 @@ stderr when it is a terminal.";
 /// `mgpu bench`'s command line.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// The primitive to measure, or `suite`: the headline rows of every primitive
+    /// The primitive to measure; `suite`: the headline rows of every primitive; `dist`: sort,
+    /// scan and reduce across ranks
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(
-        PRIMITIVES.iter().copied().chain([SUITE])
+        PRIMITIVES.iter().copied().chain([SUITE, DIST])
     ))]
     primitive: String,
     /// Sizes, log2 of the element count: A..B or one A (at most 32) [default: 16..28; 24 with
@@ -187,7 +188,7 @@ impl From<BenchArgs> for Args {
         };
         let (default_sizes, default_reps) = match (b.quick, b.primitive.as_str()) {
             (true, _) => (24..=24, 10),
-            (false, "dist") => (28..=28, 10),
+            (false, DIST) => (28..=28, 10),
             (false, SUITE) => (24..=28, 20),
             (false, _) => (16..=28, 20),
         };
@@ -241,7 +242,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             args.primitive
         ));
     }
-    if (!args.ranks.is_empty() || args.placement != Placement::OneGpu) && args.primitive != "dist" {
+    if (!args.ranks.is_empty() || args.placement != Placement::OneGpu) && args.primitive != DIST {
         return Err("bench: --ranks and --placement are for dist".into());
     }
     if args.ranks.contains(&0) {
@@ -268,7 +269,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     if !ctx.is_gpu() {
         output::note("warning: no GPU; timing the CPU backend (wall clock), no peer");
     }
-    let peer = if a.peer && ctx.is_gpu() && a.primitive != "dist" {
+    let peer = if a.peer && ctx.is_gpu() && a.primitive != DIST {
         match Peer::build() {
             Ok(Some(p)) => Some(p),
             Ok(None) => {
@@ -290,7 +291,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     } else {
         ""
     };
-    let clock = if a.primitive == "dist" {
+    let clock = if a.primitive == DIST {
         "wall clock"
     } else {
         "CUDA events"
@@ -327,7 +328,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
 /// The bench of `a.primitive` (its family's), its table printed as it goes and its CSV written
 /// where asked: the records of its rows.
 fn measure(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Record>, String> {
-    if a.primitive == "dist" {
+    if a.primitive == DIST {
         return dist::run(ctx, a, &a.ranks, a.placement);
     }
     if SEGMENTED.contains(&a.primitive.as_str()) {
