@@ -251,18 +251,18 @@ const TABLE: &[Entry] = &[
     e(Family::RadixPairs, 70, 4, 384, 8, 2),
     e(Family::RadixPairs, 70, 8, 384, 8, 2),
     e(Family::RadixPairs, 70, 16, 384, 5, 2),
-    // sm_90: 3 CTAs of 384 per SM (CUB's onesweep occupancy on the H100), at most 56 registers,
-    // since the ranking keeps no per-warp counts in registers across the bin scan and a pass no
-    // digit per item for its values (kernel_radix.cu). The largest VT without spills with NVRTC
-    // 13.0 and 13.5 for every key type of the class: f32 keys spill from 384 x 15 (i32 keys from
-    // 384 x 19; CUB runs 384 x 20), 8-byte keys from 384 x 10 (i64), u8 keys from 384 x 16
-    // (NVRTC 13.5). Not yet swept on the H100.
+    // sm_90, H100, 2026-11-25, `mgpu tune radix --size 26` (i32 and u64; G keys/s): the best
+    // cell whose kernels compile without spills with NVRTC 13.0 and 13.5 for every type of its
+    // size class. 4-byte keys: 384x17x3 42.6 is i32's best, but f32 spills from 384x15x3, so
+    // 384x14x3 40.8 (256x20x4 41.9). 8-byte keys: u64's best is 256x17x3 14.1, but f64 spills
+    // there and at 256x14x4 (13.3), so 384x9x3 12.9. Pairs of 4-byte keys and u32 values:
+    // 384x10x2 21.9 (384x8x3 19.9). 1-2 byte keys: u8 spills from 384x16x3.
     e(Family::RadixKeys, 90, 2, 384, 14, 3),
     e(Family::RadixKeys, 90, 4, 384, 14, 3),
     e(Family::RadixKeys, 90, 8, 384, 9, 3),
     e(Family::RadixPairs, 90, 2, 384, 8, 3),
     e(Family::RadixPairs, 90, 4, 384, 8, 3),
-    e(Family::RadixPairs, 90, 8, 384, 8, 3),
+    e(Family::RadixPairs, 90, 8, 384, 10, 2),
     e(Family::RadixPairs, 90, 16, 384, 5, 3),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
     // (median of 10-15; 2^28 i32 in ms, memcpy of the same bytes 0.718 ms):
