@@ -233,6 +233,82 @@ __device__ __forceinline__ void load_values(const V* values_in, u64 base, u64 in
 }
 
 #ifdef MGPU_WANT_mgpu_radix_histogram
+// The passes a key's number can have: one per byte of U.
+#define RADIX_KEY_PASSES ((int)sizeof(U))
+// Copies of the counters: lane l counts into copy l % RADIX_PARTS, so that lanes with equal
+// digits (all-equal or skewed keys) spread over RADIX_PARTS words of distinct banks instead of
+// queueing on one; 16 KiB in all (a power of two; 1 is CUB's choice). Counter (pass, digit, part)
+// is word (pass * RADIX_BINS + digit) * RADIX_PARTS + part: a digit's copies side by side.
+#ifndef RADIX_PARTS
+#define RADIX_PARTS (16 / RADIX_KEY_PASSES)
+#endif
+// log2 of a digit's bytes of counters, 4 * RADIX_PARTS.
+#define RADIX_PART_SHIFT (RADIX_PARTS == 1 ? 2 : RADIX_PARTS == 2 ? 3 : RADIX_PARTS == 4 ? 4 : 5)
+static_assert(4 * RADIX_PARTS == 1 << RADIX_PART_SHIFT, "RADIX_PARTS: 1, 2, 4 or 8");
+static_assert(RADIX_KEY_PASSES * RADIX_BINS * RADIX_PARTS * 4 <= 32768, "counters past 32 KiB");
+
+// Where pass k's digit of a key's number is (bits [begin_bit + 8k, begin_bit + 8k + 8) of it,
+// those from `end_bit` on cleared): its counter of this lane's copy is at byte
+// ((number >> shift[k]) & mask[k]) | part_bytes of the pass's counters (the digit's bits moved
+// to bit RADIX_PART_SHIFT, the lane's copy below them). A 32-bit number is shifted as the high
+// half of a 64-bit one, so that every pass's shift is to the right: one funnel shift and one
+// LOP3 a digit. A 64-bit number's pass 0 is shifted right by begin_bit, then left (one
+// instruction more: begin_bit may be below RADIX_PART_SHIFT).
+struct DigitPlaces {
+  int shift[RADIX_KEY_PASSES];
+  unsigned mask[RADIX_KEY_PASSES];
+  unsigned part_bytes;
+};
+
+__device__ __forceinline__ DigitPlaces digit_places(int begin_bit, int end_bit) {
+  DigitPlaces d;
+#pragma unroll
+  for (int k = 0; k < RADIX_KEY_PASSES; ++k) {
+    int from = begin_bit + k * RADIX_BITS, bits = max(0, min(RADIX_BITS, end_bit - from));
+    d.shift[k] = RADIX_KEY_PASSES == 4 ? 32 + from - RADIX_PART_SHIFT
+                 : k == 0              ? begin_bit
+                                       : from - RADIX_PART_SHIFT;
+    d.mask[k] = ((1u << bits) - 1) << RADIX_PART_SHIFT;
+  }
+  d.part_bytes = (threadIdx.x % RADIX_PARTS) * 4;
+  return d;
+}
+
+// Pass k's counter of this lane for a key's number (k a constant once unrolled).
+__device__ __forceinline__ unsigned digit_bytes(U number, int k, const DigitPlaces& d) {
+  unsigned moved;
+  if (RADIX_KEY_PASSES == 4)
+    moved = (unsigned)((((u64)number) << 32) >> d.shift[k]);
+  else if (k == 0)
+    moved = (unsigned)((u64)number >> d.shift[0]) << RADIX_PART_SHIFT;
+  else
+    moved = (unsigned)((u64)number >> d.shift[k]);
+  return (moved & d.mask[k]) | d.part_bytes;
+}
+
+// Counts the digits of a chunk's keys: of every pass of PASSES where FULL (a full chunk of
+// `passes` == PASSES), else of the passes below `passes` (<= PASSES) of the keys below `n`.
+// A full chunk's atomics are not branched around (a check of `passes` made a branch of every
+// atomic).
+template <int PASSES, bool FULL>
+__device__ __forceinline__ void count_chunk(const K (&key)[MGPU_VT], int n, int passes, U flip,
+                                            const DigitPlaces& d, unsigned* counts) {
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    if (FULL || striped(i) < n) {
+      U number = (U)(MGPU_ORDER_BITS(key[i])) ^ flip;
+#pragma unroll
+      for (int k = 0; k < PASSES; ++k) {
+        if (FULL || k < passes) {
+          unsigned at = digit_bytes(number, k, d);
+          unsigned* pass_counts = counts + k * RADIX_BINS * RADIX_PARTS;
+          atomicAdd((unsigned*)((char*)pass_counts + at), 1u);
+        }
+      }
+    }
+  }
+}
+
 // Block (portion p, c of `per_portion`) counts every pass's digits of the chunks of NV keys
 // c, c + per_portion, ... of portion p into hist[p][pass][digit]. With `keys_copy` it also
 // copies the keys (and values) there: a sort of an odd number of passes then starts from the
@@ -241,39 +317,48 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
     mgpu_radix_histogram(const K* keys, const V* values, u64 count, u64 portion,
                          unsigned per_portion, int passes, int begin_bit, int end_bit, u64 flip,
                          unsigned* hist, K* keys_copy, V* values_copy) {
-  __shared__ unsigned counts[RADIX_MAX_PASSES][RADIX_BINS];
+  __shared__ __align__(16) unsigned counts[RADIX_KEY_PASSES * RADIX_BINS * RADIX_PARTS];
   int tid = threadIdx.x;
-  for (int i = tid; i < RADIX_MAX_PASSES * RADIX_BINS; i += MGPU_NT) (&counts[0][0])[i] = 0;
+  for (int i = tid; i < passes * RADIX_BINS * RADIX_PARTS / 4; i += MGPU_NT)
+    reinterpret_cast<uint4*>(counts)[i] = make_uint4(0, 0, 0, 0);
   __syncthreads();
   u64 p = blockIdx.x / per_portion;
   u64 first = p * portion, end = min(first + portion, count);
+  DigitPlaces d = digit_places(begin_bit, end_bit);
+  // Keys narrower than U (1- and 2-byte keys) mostly have as many passes as bytes: their full
+  // chunks count that many passes, not RADIX_KEY_PASSES mostly skipped.
+  constexpr int KEY_PASSES = (int)sizeof(K) < RADIX_KEY_PASSES ? (int)sizeof(K) : RADIX_KEY_PASSES;
   for (u64 chunk = first + (u64)(blockIdx.x % per_portion) * MGPU_NV; chunk < end;
        chunk += (u64)per_portion * MGPU_NV) {
-    // The chunk's keys loaded first (striped like a pass's tile), then counted.
+    // The chunk's keys loaded first (striped like a pass's tile), then copied, then counted.
     int n = (int)min((u64)MGPU_NV, end - chunk);
     K key[MGPU_VT];
     load_striped(keys + chunk, n, key);
+    if (keys_copy) {
 #pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      int j = striped(i);
-      if (j < n) {
-        if (keys_copy) {
-          keys_copy[chunk + j] = key[i];
-          if (MGPU_VALUES == 1) values_copy[chunk + j] = values[chunk + j];
-        }
-        U bits = (U)(MGPU_ORDER_BITS(key[i])) ^ (U)flip;
-        for (int pass = 0; pass < passes; ++pass) {
-          int shift = begin_bit + pass * RADIX_BITS;
-          unsigned mask = (1u << min(RADIX_BITS, end_bit - shift)) - 1;
-          atomicAdd(&counts[pass][(unsigned)(bits >> shift) & mask], 1u);
-        }
+      for (int i = 0; i < MGPU_VT; ++i)
+        if (striped(i) < n) keys_copy[chunk + striped(i)] = key[i];
+      if (MGPU_VALUES == 1) {
+        V v[MGPU_VT];
+        load_striped(values + chunk, n, v);
+#pragma unroll
+        for (int i = 0; i < MGPU_VT; ++i)
+          if (striped(i) < n) values_copy[chunk + striped(i)] = v[i];
       }
     }
+    if (n == MGPU_NV && passes == RADIX_KEY_PASSES)
+      count_chunk<RADIX_KEY_PASSES, true>(key, n, passes, (U)flip, d, counts);
+    else if (KEY_PASSES < RADIX_KEY_PASSES && n == MGPU_NV && passes == KEY_PASSES)
+      count_chunk<KEY_PASSES, true>(key, n, passes, (U)flip, d, counts);
+    else
+      count_chunk<RADIX_KEY_PASSES, false>(key, n, passes, (U)flip, d, counts);
   }
   __syncthreads();
   unsigned* out = hist + p * passes * RADIX_BINS;
   for (int i = tid; i < passes * RADIX_BINS; i += MGPU_NT) {
-    unsigned c = (&counts[0][0])[i];
+    unsigned c = 0;
+#pragma unroll
+    for (int part = 0; part < RADIX_PARTS; ++part) c += counts[i * RADIX_PARTS + part];
     if (c) atomicAdd(&out[i], c);
   }
 }
