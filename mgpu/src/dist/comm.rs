@@ -416,8 +416,9 @@ pub(crate) struct Hub {
 
 /// How long a waiting rank spins before it sleeps on the condition variable: a rank that
 /// sleeps wakes tens of microseconds after the call it waits for completes, which is the cost
-/// of a whole collective step on ranks that share a GPU.
-const SPIN: Duration = Duration::from_micros(200);
+/// of a whole collective step on ranks that share a GPU. Long enough to cover a rank that waits
+/// for another's kernel on the same GPU (half a millisecond at 2^27 items).
+const SPIN: Duration = Duration::from_millis(2);
 
 #[derive(Default)]
 struct HubState {
