@@ -17,9 +17,10 @@ impl Rank {
     ///
     /// Each rank reduces its shard, the totals are gathered, and each scans its shard after the
     /// fold of the totals before it ([`CarryIn`]): the input is read twice. Where the ranks
-    /// share one device, rank 0 scans at once instead of reducing (it needs no carry-in), which
-    /// saves its read and makes the others wait for its scan: fewer bytes in all, which is
-    /// what counts when they share the memory.
+    /// share one device, the first and the last rank do not reduce (the first needs no
+    /// carry-in, the last's total is needed by no other rank): fewer bytes in all, which is
+    /// what counts when the ranks share the memory, for a wait of each rank on the ones before
+    /// it (two ranks read the input once, as one context's scan does).
     ///
     /// ```
     /// use mgpu::{dist::Group, Op, ScanOptions};
@@ -82,7 +83,7 @@ impl Rank {
     fn scan_parts<T: Element>(
         &self,
         op: &Op<T>,
-        mut checked: Result<()>,
+        checked: Result<()>,
         reduce: impl FnOnce() -> Result<T>,
         scan: impl Fn(CarryIn<'_, T>, Total<'_, T>) -> Result<Option<T>>,
     ) -> Result<T> {
@@ -91,18 +92,43 @@ impl Rank {
             return Ok(scan(CarryIn::None, Total::Host)?.expect("asked for the total"));
         }
         if self.one_device {
-            // Every rank's checks pass before rank 0 writes.
-            let mine = std::mem::replace(&mut checked, Ok(()));
-            self.communicator()
-                .all_gather_checked::<u8>("scan", mine.map(|_| Vec::new()))?;
-            if self.rank() == 0 {
-                let mine = scan(CarryIn::None, Total::Host).map(|t| t.expect("asked for it"));
-                return Ok(self.carry(op, mine)?.1);
-            }
+            return self.scan_in_turn(op, checked, reduce, scan);
         }
         let (carry, total) = self.carry(op, checked.and_then(|_| reduce()))?;
         scan(CarryIn::Host(carry), Total::None)?;
         Ok(total)
+    }
+
+    /// [`scan_parts`](Rank::scan_parts) for ranks that share one device, where the bytes
+    /// moved in all set the time: rank 0 scans at once (it needs no carry-in) and its scan gives
+    /// its total; the last rank's total is needed by no other, so it does not reduce but scans
+    /// after the others' totals, and its scan gives the whole's total, gathered last. For two
+    /// ranks the input is read once, as by one context's scan.
+    fn scan_in_turn<T: Element>(
+        &self,
+        op: &Op<T>,
+        checked: Result<()>,
+        reduce: impl FnOnce() -> Result<T>,
+        scan: impl Fn(CarryIn<'_, T>, Total<'_, T>) -> Result<Option<T>>,
+    ) -> Result<T> {
+        let comm = self.communicator();
+        let (me, last) = (self.rank(), self.world_size() - 1);
+        // Every rank's checks pass before rank 0 writes.
+        comm.all_gather_checked::<u8>("scan", checked.map(|_| Vec::new()))?;
+        let total = |t: Option<T>| t.expect("asked for the total");
+        let mine = match me {
+            0 => scan(CarryIn::None, Total::Host).map(total),
+            // A stand-in: the fold before a rank never includes the last one's.
+            r if r == last => Ok(op.identity()),
+            _ => reduce(),
+        };
+        let (carry, _) = self.carry(op, mine)?;
+        let whole = match me {
+            0 => Ok(Vec::new()),
+            r if r == last => scan(CarryIn::Host(carry), Total::Host).map(|t| vec![total(t)]),
+            _ => scan(CarryIn::Host(carry), Total::None).map(|_| Vec::new()),
+        };
+        Ok(comm.all_gather_checked("scan", whole)?[last][0])
     }
 
     /// The fold of the totals of the ranks before this one, and of all of them.
