@@ -184,7 +184,7 @@ impl Gpu {
         if out.len() <= 1 || stride == size {
             return self.download(src, out);
         }
-        let packed = DeviceMem::alloc(self, out.len() * size)?;
+        let packed = DeviceMem::alloc(self, std::mem::size_of_val(out))?;
         let copy = sys::CUDA_MEMCPY2D {
             srcXInBytes: 0,
             srcY: 0,
