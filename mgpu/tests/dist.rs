@@ -274,6 +274,34 @@ fn nccl_one_rank() {
     );
 }
 
+/// Every GPU of the host, one rank each through NCCL (`Group::gpus`), where there are several
+/// (required with MGPU_REQUIRE_MULTI_GPU=1), and each GPU's ranks on its own streams alongside:
+/// the same results as one context.
+#[test]
+fn every_gpu_through_nccl() {
+    let gpus = mgpu::cuda::device_count();
+    let required = std::env::var("MGPU_REQUIRE_MULTI_GPU").as_deref() == Ok("1");
+    if gpus < 2 || !mgpu::cuda::nccl::available() {
+        assert!(
+            !required,
+            "MGPU_REQUIRE_MULTI_GPU=1: {gpus} GPUs, NCCL {}",
+            mgpu::cuda::discover::nccl()
+        );
+        eprintln!(
+            "skipped: {gpus} GPUs (NCCL found: {})",
+            mgpu::cuda::nccl::available()
+        );
+        return;
+    }
+    let mut r = rng();
+    for world in 2..=gpus {
+        let group = Group::gpus(&(0..world).collect::<Vec<_>>()).unwrap();
+        assert!(group.ranks().iter().all(|q| q.communicator().is_nccl()));
+        check_reduce_scan_select(&group, &mut r);
+        check_sort(&group, &mut r);
+    }
+}
+
 /// Bad input on one rank: every rank's call returns an error (the bad rank its own, the others
 /// RankFailed naming it), nothing hangs, and the group works afterwards.
 #[test]

@@ -11,7 +11,7 @@
 //! communicator's all-to-all of the same bytes alone, measured in the same run (the ceiling);
 //! scan and reduce against one collective round of a single value (their floor).
 
-use super::harness::{random, random_keys, Args, BenchElement, Placement};
+use super::harness::{random, random_keys, Args, BenchElement, Placement, Scaling};
 use crate::output::{self, Record};
 use mgpu::dist::{Group, Rank, SortTimes};
 use mgpu::{Buffer, Comparator, Context, Op, ScanOptions, SortAlgorithm};
@@ -100,10 +100,11 @@ fn bench_type<T: BenchElement>(
     for log2 in a.sizes.clone() {
         for group in groups {
             let world = group.world_size();
-            let scalings: &[&str] = if world == 1 {
-                &["strong"]
-            } else {
-                &["strong", "weak"]
+            // One rank: weak is strong.
+            let scalings: &[&str] = match (a.scaling, world) {
+                (Scaling::Weak, 1) | (Scaling::Strong, _) | (Scaling::Both, 1) => &["strong"],
+                (Scaling::Weak, _) => &["weak"],
+                (Scaling::Both, _) => &["strong", "weak"],
             };
             for &scaling in scalings {
                 let n = if scaling == "weak" {

@@ -37,6 +37,8 @@ pub(crate) struct Args {
     /// dist: the rank counts (`--ranks`), and where the ranks run (`--placement`).
     pub ranks: Vec<usize>,
     pub placement: Placement,
+    /// dist: strong scaling (2^S in all), weak (2^S per rank), or both (`--scaling`).
+    pub scaling: Scaling,
 }
 
 impl Args {
@@ -51,6 +53,17 @@ impl Args {
         self.only
             .is_none_or(|o| o.iter().any(|v| v.split('/').any(|p| p == part)))
     }
+}
+
+/// Which scaling `mgpu bench dist` measures (`--scaling`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Scaling {
+    /// 2^S items in all, whatever the ranks
+    Strong,
+    /// 2^S items per rank
+    Weak,
+    /// Both
+    Both,
 }
 
 /// Where the ranks run (`--placement`).

@@ -20,7 +20,7 @@ mod suite;
 use crate::output::{self, Record};
 use crate::peers::Peer;
 use crate::primitives::{bench_types, COMPACTION, DIST, PRIMITIVES, SEGMENTED, SUITE, TYPES};
-use harness::{Args, KeyDist, Placement, Row};
+use harness::{Args, KeyDist, Placement, Row, Scaling};
 use mgpu::Context;
 
 /// `mgpu bench`'s help beyond the one-line summary.
@@ -53,8 +53,8 @@ partition included) and the apply after a plan, and a memcpy of the same bytes; 
 dist (mgpu::dist; i32 by default; 2^28 items unless --sizes) runs the distributed sort (keys, and
 pairs with u32 values), scan and reduce against the single-context call on rank 0's device, for
 each rank count of --ranks (default 1,2): strong scaling (2^S items in all) and weak (2^S per
-rank). --placement one-gpu (default: ranks on streams of GPU 0), gpus (GPUs 0..N through NCCL) or
-env (this process's rank of a torchrun launch). Wall-clock times from a barrier to the slowest
+rank; --scaling strong or weak for one alone). --placement one-gpu (default: ranks on streams of
+GPU 0), gpus (GPUs 0..N through NCCL) or env (this process's rank of a torchrun launch). Wall-clock times from a barrier to the slowest
 rank's end; the sort's phases (local sort, splitters, exchange, merge; the slowest rank's), the
 bytes sent, and the communicator's all-to-all of the same bytes alone (the ceiling, GB/s).
 
@@ -154,6 +154,9 @@ pub struct BenchArgs {
     /// dist: where the ranks run
     #[arg(long, value_enum, default_value = "one-gpu")]
     placement: Placement,
+    /// dist: strong scaling (2^S items in all), weak (2^S per rank), or both
+    #[arg(long, value_enum, default_value = "both")]
+    scaling: Scaling,
 }
 
 /// `--transform`'s functions.
@@ -216,6 +219,7 @@ impl From<BenchArgs> for Args {
                 b.ranks
             },
             placement: b.placement,
+            scaling: b.scaling,
         }
     }
 }
@@ -242,8 +246,11 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             args.primitive
         ));
     }
-    if (!args.ranks.is_empty() || args.placement != Placement::OneGpu) && args.primitive != DIST {
-        return Err("bench: --ranks and --placement are for dist".into());
+    let dist_flags = !args.ranks.is_empty()
+        || args.placement != Placement::OneGpu
+        || args.scaling != Scaling::Both;
+    if dist_flags && args.primitive != DIST {
+        return Err("bench: --ranks, --placement and --scaling are for dist".into());
     }
     if args.ranks.contains(&0) {
         return Err("bench dist: a group needs at least one rank".into());

@@ -29,7 +29,7 @@
 //! family's default modules in 21 s on one core), a machine without the built peer its nvcc build
 //! (minutes). The summary says how long its run took.
 
-use super::harness::{Args, KeyDist, Placement};
+use super::harness::{Args, KeyDist, Placement, Scaling};
 use crate::output::{self, Record};
 use std::path::Path;
 use std::time::Instant;
@@ -145,6 +145,7 @@ fn plan(a: &Args) -> Vec<(&'static Entry, Args)> {
                     only: Some(entry.rows),
                     ranks: Vec::new(),
                     placement: Placement::OneGpu,
+                    scaling: Scaling::Both,
                 };
                 runs.push((entry, run));
             }
@@ -319,6 +320,7 @@ mod tests {
             only: None,
             ranks: Vec::new(),
             placement: Placement::OneGpu,
+            scaling: Scaling::Both,
         }
     }
 
