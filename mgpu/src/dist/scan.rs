@@ -87,35 +87,25 @@ impl Rank {
         reduce: impl FnOnce() -> Result<T>,
         scan: impl Fn(CarryIn<'_, T>, Total<'_, T>) -> Result<Option<T>>,
     ) -> Result<T> {
+        let total = |t: Option<T>| t.expect("asked for the total");
         if self.world_size() == 1 {
             checked?;
-            return Ok(scan(CarryIn::None, Total::Host)?.expect("asked for the total"));
+            return Ok(total(scan(CarryIn::None, Total::Host)?));
         }
-        if self.one_device {
-            return self.scan_in_turn(op, checked, reduce, scan);
+        if !self.one_device {
+            let (carry, total) = self.carry(op, checked.and_then(|_| reduce()))?;
+            scan(CarryIn::Host(carry), Total::None)?;
+            return Ok(total);
         }
-        let (carry, total) = self.carry(op, checked.and_then(|_| reduce()))?;
-        scan(CarryIn::Host(carry), Total::None)?;
-        Ok(total)
-    }
-
-    /// [`scan_parts`](Rank::scan_parts) for ranks that share one device, where the bytes
-    /// moved in all set the time: rank 0 scans at once (it needs no carry-in) and its scan gives
-    /// its total; the last rank's total is needed by no other, so it does not reduce but scans
-    /// after the others' totals, and its scan gives the whole's total, gathered last. For two
-    /// ranks the input is read once, as by one context's scan.
-    fn scan_in_turn<T: Element>(
-        &self,
-        op: &Op<T>,
-        checked: Result<()>,
-        reduce: impl FnOnce() -> Result<T>,
-        scan: impl Fn(CarryIn<'_, T>, Total<'_, T>) -> Result<Option<T>>,
-    ) -> Result<T> {
+        // Ranks sharing one GPU, where the bytes moved in all set the time, take turns: rank 0
+        // scans at once (it needs no carry-in) and its scan gives its total; the last rank's
+        // total is needed by no other, so it does not reduce but scans after the others'
+        // totals, and its scan gives the whole's, gathered last. For two ranks the input is
+        // read once, as by one context's scan.
         let comm = self.communicator();
         let (me, last) = (self.rank(), self.world_size() - 1);
         // Every rank's checks pass before rank 0 writes.
         comm.all_gather_checked::<u8>("scan", checked.map(|_| Vec::new()))?;
-        let total = |t: Option<T>| t.expect("asked for the total");
         let mine = match me {
             0 => scan(CarryIn::None, Total::Host).map(total),
             // A stand-in: the fold before a rank never includes the last one's.
