@@ -359,6 +359,40 @@ fn a_failing_rank_fails_every_rank() {
             "{:?}",
             outcomes[0]
         );
+        // A reduce whose input lives on the other backend on rank 1 (ranks sharing a GPU
+        // reduce in turn: the rank after it must not wait for it).
+        let elsewhere = if ctx.is_gpu() {
+            Context::cpu()
+        } else {
+            ctx.clone()
+        };
+        let outcomes = group
+            .run(|rank| {
+                let c = if rank.rank() == 1 {
+                    &elsewhere
+                } else {
+                    rank.context()
+                };
+                let input = c.upload(&[1i64, 2, 3])?;
+                Ok(rank.reduce(&input, &Op::plus()))
+            })
+            .unwrap();
+        if ctx.is_gpu() {
+            assert!(
+                matches!(outcomes[1], Err(Error::BackendMismatch { .. })),
+                "{:?}",
+                outcomes[1]
+            );
+            for q in [0, 2] {
+                assert!(
+                    matches!(outcomes[q], Err(Error::RankFailed { rank: 1, .. })),
+                    "rank {q}: {:?}",
+                    outcomes[q]
+                );
+            }
+        } else {
+            assert!(outcomes.iter().all(|o| matches!(o, Ok(18))), "{outcomes:?}");
+        }
         // The sort of pairs whose values do not match the keys on rank 0.
         let keys = Sharded::scatter(&group, &[3, 1, 2, 5, 4, 0]).unwrap();
         let outcomes = group

@@ -188,6 +188,60 @@ impl Communicator {
         }
     }
 
+    /// Ranks sharing one GPU, one after another in rank order (ranks of one process): each
+    /// rank's `work` gets what the rank before it returned, and is queued after the work that
+    /// rank queued (its stream waits; the host waits only until that work is queued). Takes
+    /// `world - 1` rounds; each rank returns what its own `work` returned. The ranks after one
+    /// that failed do not run `work` and return [`Error::RankFailed`].
+    pub(crate) fn in_turn<P: Any + Send + Sync>(
+        &self,
+        ctx: &Context,
+        call: &'static str,
+        work: impl FnOnce(Option<&P>) -> Result<P>,
+    ) -> Result<Arc<P>> {
+        type Turn<P> = std::result::Result<(Context, Arc<P>), String>;
+        let Link::InProcess(hub) = &self.link else {
+            return Err(Error::InvalidArgument(format!(
+                "{call}: taking turns is for the ranks of one process"
+            )));
+        };
+        let mut work = Some(work);
+        let mut before: Option<Post> = None;
+        let mut mine = None;
+        for turn in 0..self.world {
+            if turn == self.rank {
+                let work = work.take().expect("one turn per rank");
+                mine = Some(match before.as_ref().map(|p| p.downcast_ref::<Turn<P>>()) {
+                    None => work(None).map(Arc::new),
+                    Some(Some(Ok((their_ctx, theirs)))) => ctx
+                        .join(their_ctx)
+                        .and_then(|_| work(Some(theirs)))
+                        .map(Arc::new),
+                    Some(Some(Err(message))) => Err(Error::RankFailed {
+                        call,
+                        rank: turn - 1,
+                        world: self.world,
+                        message: message.clone(),
+                    }),
+                    Some(None) => unreachable!("every rank makes the same call"),
+                });
+            }
+            if turn + 1 == self.world {
+                break;
+            }
+            let post: Post = match (&mine, turn == self.rank) {
+                (Some(Ok(p)), true) => Arc::new(Turn::<P>::Ok((ctx.clone(), p.clone()))),
+                (Some(Err(e)), true) => Arc::new(Turn::<P>::Err(e.to_string())),
+                _ => Arc::new(()),
+            };
+            let posts = hub.round(self.rank, call, post, self.timeout)?;
+            if turn + 1 == self.rank {
+                before = Some(posts[turn].clone());
+            }
+        }
+        mine.expect("every rank has a turn")
+    }
+
     /// NCCL: a fixed header per rank (status, length, message), then the values padded to the
     /// longest rank's, both through device memory of the rank's GPU.
     fn nccl_gather<T: Element>(

@@ -1,11 +1,12 @@
 //! Reduce across ranks: any operator, combined in rank order; NCCL's all-reduce where it
 //! computes the same thing.
 
+use super::comm::uninit;
 use super::{Group, Rank, Sharded};
 use crate::cuda::memory::DeviceMem;
 use crate::cuda::nccl::{self, Reduction};
 use crate::error::{Error, Result};
-use crate::{Element, Op, Source};
+use crate::{Buffer, Element, Op, Source};
 use std::any::TypeId;
 
 impl Rank {
@@ -27,7 +28,11 @@ impl Rank {
     /// ```
     pub fn reduce<T: Element>(&self, input: &impl Source<T>, op: &Op<T>) -> Result<T> {
         let comm = self.communicator();
-        let local = self.context().reduce(input, op);
+        let ctx = self.context();
+        if self.one_device && self.world_size() > 1 {
+            return self.reduce_in_turn(input, op);
+        }
+        let local = ctx.reduce(input, op);
         if let (Some(nccl_comm), Some((data_type, reduction))) =
             (comm.nccl_comm(), nccl_reduction(op))
         {
@@ -48,6 +53,30 @@ impl Rank {
         }
         let all = comm.all_gather_checked("reduce", local.map(|v| vec![v]))?;
         Ok(all.iter().fold(op.identity(), |a, v| op.apply(a, v[0])))
+    }
+
+    /// [`reduce`](Rank::reduce) on ranks sharing one GPU: they reduce one after another (each
+    /// stream waits for the one before; run together, their kernels share the SMs in waves that
+    /// end unevenly), each into its place of a list of the totals so far that it passes on, and
+    /// the host waits once, for the last rank's list.
+    fn reduce_in_turn<T: Element>(&self, input: &impl Source<T>, op: &Op<T>) -> Result<T> {
+        let (comm, ctx, me) = (self.communicator(), self.context(), self.rank());
+        let last = self.world_size() - 1;
+        let totals = comm.in_turn(ctx, "reduce", |before: Option<&Buffer<T>>| {
+            let mut totals = uninit(ctx, me + 1)?;
+            if let Some(before) = before {
+                ctx.copy(before, &mut totals.slice_mut(..me))?;
+            }
+            ctx.reduce_to_device(input, op, &mut totals.slice_mut(me..))?;
+            Ok(totals)
+        });
+        let whole = match totals {
+            Ok(t) if me == last => t
+                .to_vec()
+                .map(|t| vec![t.into_iter().fold(op.identity(), |a, v| op.apply(a, v))]),
+            other => other.map(|_| Vec::new()),
+        };
+        Ok(comm.all_gather_checked("reduce", whole)?[last][0])
     }
 
     /// [`reduce`](Rank::reduce) with the result on rank `root` only (`None` on the others).

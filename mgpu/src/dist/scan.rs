@@ -1,10 +1,11 @@
 //! Scan across ranks: the shards' totals are exchanged, then each rank scans its shard after
 //! the carry-in of the ranks before it.
 
+use super::comm::uninit;
 use super::{Group, Rank, Sharded};
 use crate::buffer::check_place;
 use crate::error::Result;
-use crate::{CarryIn, Element, Op, ScanOptions, Slice, SliceMut, Source, Total};
+use crate::{Buffer, CarryIn, Element, Op, ScanOptions, Slice, SliceMut, Source, Total};
 use std::cell::RefCell;
 use std::sync::Mutex;
 
@@ -17,10 +18,9 @@ impl Rank {
     ///
     /// Each rank reduces its shard, the totals are gathered, and each scans its shard after the
     /// fold of the totals before it ([`CarryIn`]): the input is read twice. Where the ranks
-    /// share one device, the first and the last rank do not reduce (the first needs no
-    /// carry-in, the last's total is needed by no other rank): fewer bytes in all, which is
-    /// what counts when the ranks share the memory, for a wait of each rank on the ones before
-    /// it (two ranks read the input once, as one context's scan does).
+    /// share one device, and the bytes they move together set the time, they scan one after
+    /// another instead, each after the total of the ones before it, read on the device: the
+    /// input is read once, as by one context's scan.
     ///
     /// ```
     /// use mgpu::{dist::Group, Op, ScanOptions};
@@ -97,26 +97,24 @@ impl Rank {
             scan(CarryIn::Host(carry), Total::None)?;
             return Ok(total);
         }
-        // Ranks sharing one GPU, where the bytes moved in all set the time, take turns: rank 0
-        // scans at once (it needs no carry-in) and its scan gives its total; the last rank's
-        // total is needed by no other, so it does not reduce but scans after the others'
-        // totals, and its scan gives the whole's, gathered last. For two ranks the input is
-        // read once, as by one context's scan.
+        // Ranks sharing one GPU, where the bytes moved in all set the time, take turns on it:
+        // each scans after the rank before, with that rank's total (which includes its own
+        // carry-in) as its carry-in, read on the device in stream order. The input is read once,
+        // as by one context's scan, and the host waits once, for the last rank's total.
         let comm = self.communicator();
-        let (me, last) = (self.rank(), self.world_size() - 1);
+        let ctx = self.context();
+        let last = self.world_size() - 1;
         // Every rank's checks pass before rank 0 writes.
         comm.all_gather_checked::<u8>("scan", checked.map(|_| Vec::new()))?;
-        let mine = match me {
-            0 => scan(CarryIn::None, Total::Host).map(total),
-            // A stand-in: the fold before a rank never includes the last one's.
-            r if r == last => Ok(op.identity()),
-            _ => reduce(),
-        };
-        let (carry, _) = self.carry(op, mine)?;
-        let whole = match me {
-            0 => Ok(Vec::new()),
-            r if r == last => scan(CarryIn::Host(carry), Total::Host).map(|t| vec![total(t)]),
-            _ => scan(CarryIn::Host(carry), Total::None).map(|_| Vec::new()),
+        let mine = comm.in_turn(ctx, "scan", |before: Option<&Buffer<T>>| {
+            let carry = before.map_or(CarryIn::None, |b| CarryIn::Device(b));
+            let mut total = uninit(ctx, 1)?;
+            scan(carry, Total::Device(&mut total))?;
+            Ok(total)
+        });
+        let whole = match mine {
+            Ok(total) if self.rank() == last => total.to_vec(),
+            other => other.map(|_| Vec::new()),
         };
         Ok(comm.all_gather_checked("scan", whole)?[last][0])
     }
