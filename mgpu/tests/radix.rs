@@ -768,7 +768,7 @@ fn views<K: Key>() {
     }
 }
 
-per_type!(views: views_u8: u8, views_u32: u32, views_f64: f64);
+per_type!(views: views_u8: u8, views_i16: i16, views_u32: u32, views_f64: f64);
 
 /// Bad bit ranges and widths, the radix sort with a comparator it cannot take, and mismatched
 /// lengths: errors of bad input that write nothing; the context works afterwards.

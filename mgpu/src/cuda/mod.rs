@@ -320,13 +320,33 @@ impl Gpu {
         block: u32,
         args: &A,
     ) -> Result<()> {
+        self.launch_shared(module, grid, block, 0, args)
+    }
+
+    /// [`launch`](Gpu::launch) with `shared_bytes` of dynamic shared memory per CTA (the
+    /// kernel's `extern __shared__` array), past the default 48 KiB where asked.
+    pub fn launch_shared<A: KernelArgs>(
+        &self,
+        module: &LoadedModule,
+        grid: u32,
+        block: u32,
+        shared_bytes: u32,
+        args: &A,
+    ) -> Result<()> {
         let (f, _) = module.function(A::KERNEL);
+        if shared_bytes > 48 * 1024 {
+            f.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                shared_bytes as i32,
+            )
+            .map_err(driver("allowing a kernel more shared memory"))?;
+        }
         let mut builder = self.stream.launch_builder(f);
         args.push(&mut builder);
         let cfg = cudarc::driver::LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (block, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: shared_bytes,
         };
         // SAFETY: `A` is the kernel's own argument list (`KernelArgs`'s contract); its pointers are
         // live device allocations of the lengths passed alongside, which the safe API validated.

@@ -90,6 +90,10 @@ impl KernelFamily for Radix {
                 "mgpu_radix_pass",
             ],
         },
+        Part {
+            name: "radix_count",
+            kernels: &["mgpu_radix_count", "mgpu_radix_starts", "mgpu_radix_fill"],
+        },
     ];
     fn prelude(spec: &RadixSpec, p: &mut Prelude) {
         let u = if spec.wide {
@@ -187,6 +191,107 @@ crate::kernel_args! {
     }
 }
 
+crate::kernel_args! {
+    // SAFETY: mgpu_radix_count(const CountKey* keys, u64 count, u64 head, u64 chunk_vecs,
+    // unsigned xor_mask, unsigned long long* hist).
+    CountArgs = "mgpu_radix_count" {
+        keys: CUdeviceptr, count: u64, head: u64, chunk_vecs: u64, xor_mask: u32,
+        hist: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_radix_starts(const unsigned long long* hist, u64* starts).
+    StartsArgs = "mgpu_radix_starts" { hist: CUdeviceptr, starts: CUdeviceptr }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_radix_fill(CountKey* out, u64 count, u64 head, const u64* starts,
+    // unsigned xor_mask).
+    FillArgs = "mgpu_radix_fill" {
+        out: CUdeviceptr, count: u64, head: u64, starts: CUdeviceptr, xor_mask: u32,
+    }
+}
+
+/// For keys alone of a built-in integer type of 1 or 2 bytes in a built-in order over the whole
+/// key: the XOR of the key's bits that gives its number, for the counting sort (every key of one
+/// number is then one same key).
+fn counting_mask(spec: &RadixSpec, order: &Order) -> Option<u32> {
+    let (bytes, signed) = match spec.keys.cuda_type {
+        "unsigned char" => (1, false),
+        "signed char" => (1, true),
+        "unsigned short" => (2, false),
+        "short" => (2, true),
+        _ => return None,
+    };
+    let width = 8 * bytes;
+    let whole = order.bits.start == 0 && order.bits.end == width;
+    if spec.mode != SortValues::None || spec.order.expression != "radix_order(x)" || !whole {
+        return None;
+    }
+    let all = (1u32 << width) - 1;
+    let sign = if signed { 1 << (width - 1) } else { 0 };
+    Some(sign ^ if order.descending { all } else { 0 })
+}
+
+/// The counting sort of `count` keys at `keys` in place ([`counting_mask`]): count the keys of
+/// every number, turn the counts into each number's first position, write each number's key
+/// that many times. Temporary memory: the counts and the positions.
+fn counting_sort(
+    gpu: &Arc<Gpu>,
+    spec: &RadixSpec,
+    keys: CUdeviceptr,
+    count: u64,
+    xor_mask: u32,
+) -> Result<()> {
+    let module = gpu.module::<Radix>(spec, part::<Radix>("radix_count"))?;
+    let t = &spec.tuning;
+    let key_size = spec.keys.size as u64;
+    let bins = 1usize << (8 * key_size);
+    // As in mgpu_radix_count: 2-byte keys split a chunk's bins between two CTAs of 128 KiB of
+    // counters; 1-byte keys keep a copy of each counter per lane (32 KiB).
+    let (split, copies, per_sm) = if key_size == 2 { (2, 1, 1) } else { (1, 32, 4) };
+    let shared = (bins / split * copies * 4) as u32;
+    let head = ((16 - keys % 16) % 16 / key_size).min(count);
+    let vecs = (count - head) / (16 / key_size);
+    // Chunks of at most 2^31 keys (a CTA's counters are 32-bit).
+    let chunks = (gpu.sm_count as u64 * per_sm)
+        .max(vecs.div_ceil((1 << 31) / (16 / key_size)))
+        .min(vecs.max(1));
+    let hist = DeviceMem::zeroed(gpu, bins * 8)?;
+    let starts = DeviceMem::alloc(gpu, (bins + 1) * 8)?;
+    let counting = CountArgs {
+        keys,
+        count,
+        head,
+        chunk_vecs: vecs.div_ceil(chunks),
+        xor_mask,
+        hist: hist.ptr,
+    };
+    gpu.launch_shared(
+        &module,
+        (chunks * split as u64) as u32,
+        t.nt,
+        shared,
+        &counting,
+    )?;
+    let positions = StartsArgs {
+        hist: hist.ptr,
+        starts: starts.ptr,
+    };
+    gpu.launch(&module, 1, t.nt, &positions)?;
+    let fill = FillArgs {
+        out: keys,
+        count,
+        head,
+        starts: starts.ptr,
+        xor_mask,
+    };
+    // As mgpu_radix_fill's FILL_VECS.
+    let per_cta = t.nt as u64 * 16;
+    gpu.launch(&module, vecs.div_ceil(per_cta).max(1) as u32, t.nt, &fill)
+}
+
 /// Sorts `count` keys at `keys` (with values at `values` unless `SortValues::None`) in place.
 pub(crate) fn sort(
     gpu: &Arc<Gpu>,
@@ -225,6 +330,9 @@ pub(crate) fn sort(
             flip,
         };
         return gpu.launch(&module, 1, t.nt, &args);
+    }
+    if let Some(xor_mask) = counting_mask(spec, order) {
+        return counting_sort(gpu, spec, keys, count, xor_mask);
     }
     let module = gpu.module::<Radix>(spec, part::<Radix>("radix_passes"))?;
     let portion = PORTION / nv * nv;

@@ -505,3 +505,199 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
   }
 }
 #endif
+
+#if defined(MGPU_WANT_mgpu_radix_count) || defined(MGPU_WANT_mgpu_radix_starts) || \
+    defined(MGPU_WANT_mgpu_radix_fill)
+// A counting sort, for keys of 1 and 2 bytes whose number is their bits XORed with a constant
+// `xor_mask` (the built-in integer orders, either direction, over the whole key): every key of
+// bin b is then one same key, so the sort counts the bins (mgpu_radix_count), turns the counts
+// into each bin's first output position (mgpu_radix_starts), and writes each bin's key that many
+// times (mgpu_radix_fill). It reads the keys once and writes them once, where the passes read
+// them 3 times and write them twice (2-byte keys). Compiled for every key type (as 1-byte keys
+// where K is wider) and launched for those alone.
+template <int B>
+struct CountRaw {
+  typedef unsigned char T;
+};
+template <>
+struct CountRaw<2> {
+  typedef unsigned short T;
+};
+#define COUNT_BYTES ((int)sizeof(K) == 2 ? 2 : 1)
+typedef CountRaw<COUNT_BYTES>::T CountKey;
+#define COUNT_BINS (1 << (8 * COUNT_BYTES))
+// Keys per 16-byte load or store.
+#define COUNT_PER_VEC (16 / COUNT_BYTES)
+// 2-byte keys: a chunk's bins are split between two CTAs of 128 KiB of counters each (dynamic
+// shared memory; both read the chunk at about the same time, the second mostly from L2). 1-byte
+// keys: one CTA, with a copy of every counter per lane (32 KiB), so that equal keys do not queue
+// on one word and no two lanes share a bank.
+#define COUNT_SPLIT (COUNT_BYTES == 2 ? 2 : 1)
+#define COUNT_SPLIT_BINS (COUNT_BINS / COUNT_SPLIT)
+#define COUNT_COPIES (COUNT_BYTES == 1 ? 32 : 1)
+#define COUNT_UNROLL 8
+// The vectors a fill CTA's thread writes, and the bins of a fill CTA's range it stages in shared
+// memory (more: it searches the global starts).
+#define FILL_VECS 16
+#define FILL_SPAN 2048
+
+// The largest bin b of [lo, hi] whose start `at(b)` is at most p, given at(lo) <= p: the bin of
+// output position p (empty bins before it share its start).
+template <typename At>
+__device__ __forceinline__ unsigned bin_of(At at, unsigned lo, unsigned hi, u64 p) {
+  while (lo < hi) {
+    unsigned mid = (lo + hi + 1) / 2;
+    if (at(mid) <= p)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+#endif
+
+#ifdef MGPU_WANT_mgpu_radix_count
+// Block (chunk c, part h): counts the bins of part h (of COUNT_SPLIT) of the keys of chunk c, the
+// whole 16-byte vectors [c * chunk_vecs, (c + 1) * chunk_vecs) after the first `head` keys (which
+// are before the first 16-byte boundary), into hist. Chunk 0 also counts the keys outside whole
+// vectors. Dynamic shared memory: COUNT_SPLIT_BINS * COUNT_COPIES counters.
+extern "C" __global__ void __launch_bounds__(MGPU_NT)
+    mgpu_radix_count(const CountKey* keys, u64 count, u64 head, u64 chunk_vecs,
+                     unsigned xor_mask, unsigned long long* hist) {
+  extern __shared__ unsigned counters[];
+  int tid = threadIdx.x;
+  unsigned part = blockIdx.x % COUNT_SPLIT;
+  u64 chunk = blockIdx.x / COUNT_SPLIT;
+  for (int i = tid; i < COUNT_SPLIT_BINS * COUNT_COPIES; i += MGPU_NT) counters[i] = 0;
+  __syncthreads();
+  unsigned copy = COUNT_COPIES == 1 ? 0 : (unsigned)tid % COUNT_COPIES;
+  auto add = [&](unsigned bin, unsigned n) {
+    if (bin / COUNT_SPLIT_BINS == part)
+      atomicAdd(&counters[(bin % COUNT_SPLIT_BINS) * COUNT_COPIES + copy], n);
+  };
+  u64 vecs = (count - head) / COUNT_PER_VEC;
+  if (chunk == 0) {
+    for (u64 i = tid; i < head; i += MGPU_NT) add(keys[i] ^ xor_mask, 1);
+    for (u64 i = head + vecs * COUNT_PER_VEC + tid; i < count; i += MGPU_NT)
+      add(keys[i] ^ xor_mask, 1);
+  }
+  const uint4* body = reinterpret_cast<const uint4*>(keys + head);
+  u64 first = chunk * chunk_vecs, end = min(first + chunk_vecs, vecs);
+  for (u64 v = first + tid; v < end; v += (u64)MGPU_NT * COUNT_UNROLL) {
+    uint4 w[COUNT_UNROLL];
+#pragma unroll
+    for (int u = 0; u < COUNT_UNROLL; ++u)
+      if (v + (u64)u * MGPU_NT < end) w[u] = body[v + (u64)u * MGPU_NT];
+#pragma unroll
+    for (int u = 0; u < COUNT_UNROLL; ++u) {
+      if (v + (u64)u * MGPU_NT >= end) break;
+      unsigned word[4] = {w[u].x, w[u].y, w[u].z, w[u].w};
+      if (COUNT_BYTES == 1) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) add(((word[k / 4] >> (8 * (k % 4))) & 0xffu) ^ xor_mask, 1);
+      } else {
+        // Runs of one key within the vector are added once (sorted or skewed keys).
+        unsigned run_bin = (word[0] & 0xffffu) ^ xor_mask, run = 1;
+#pragma unroll
+        for (int k = 1; k < 8; ++k) {
+          unsigned bin = ((word[k / 2] >> (16 * (k % 2))) & 0xffffu) ^ xor_mask;
+          if (bin == run_bin) {
+            ++run;
+          } else {
+            add(run_bin, run);
+            run_bin = bin;
+            run = 1;
+          }
+        }
+        add(run_bin, run);
+      }
+    }
+  }
+  __syncthreads();
+  for (int b = tid; b < COUNT_SPLIT_BINS; b += MGPU_NT) {
+    unsigned sum = 0;
+    // Lane l starts at copy l: the lanes read distinct banks.
+#pragma unroll
+    for (int k = 0; k < COUNT_COPIES; ++k)
+      sum += counters[b * COUNT_COPIES + (k + b) % COUNT_COPIES];
+    if (sum) atomicAdd(&hist[part * COUNT_SPLIT_BINS + b], (unsigned long long)sum);
+  }
+}
+#endif
+
+#ifdef MGPU_WANT_mgpu_radix_starts
+// One CTA: starts[b] = the first output position of bin b (the counts of the bins before it),
+// starts[COUNT_BINS] = every key's.
+extern "C" __global__ void __launch_bounds__(MGPU_NT)
+    mgpu_radix_starts(const unsigned long long* hist, u64* starts) {
+  __shared__ CtaScanStorageOf<u64> scan;
+  constexpr int PER = (COUNT_BINS + MGPU_NT - 1) / MGPU_NT;
+  int first = threadIdx.x * PER;
+  u64 sum = 0;
+#pragma unroll 16
+  for (int k = 0; k < PER; ++k)
+    if (first + k < COUNT_BINS) sum += hist[first + k];
+  u64 total;
+  u64 at = cta_scan_exclusive(sum, Plus64(), 0ull, total, scan);
+  for (int k = 0; k < PER && first + k < COUNT_BINS; ++k) {
+    starts[first + k] = at;
+    at += hist[first + k];
+  }
+  if (threadIdx.x == 0) starts[COUNT_BINS] = total;
+}
+#endif
+
+#ifdef MGPU_WANT_mgpu_radix_fill
+// Writes every output position p its bin's key (bin ^ xor_mask): block b the 16-byte vectors
+// [b * NT * FILL_VECS, (b + 1) * NT * FILL_VECS) after the first `head` positions, striped over
+// its threads; block 0 also the positions outside whole vectors. A block stages the starts of
+// the bins its range spans in shared memory where they are few.
+extern "C" __global__ void __launch_bounds__(MGPU_NT)
+    mgpu_radix_fill(CountKey* out, u64 count, u64 head, const u64* starts, unsigned xor_mask) {
+  __shared__ u64 span[FILL_SPAN + 1];
+  __shared__ unsigned span_lo, span_hi;
+  int tid = threadIdx.x;
+  auto global = [&](unsigned b) { return starts[b]; };
+  u64 vecs = (count - head) / COUNT_PER_VEC;
+  u64 v0 = (u64)blockIdx.x * MGPU_NT * FILL_VECS, v1 = min(v0 + (u64)MGPU_NT * FILL_VECS, vecs);
+  if (blockIdx.x == 0) {
+    auto key_at = [&](u64 p) {
+      return (CountKey)((bin_of(global, 0, COUNT_BINS - 1, p) ^ xor_mask) & (COUNT_BINS - 1));
+    };
+    for (u64 p = tid; p < head; p += MGPU_NT) out[p] = key_at(p);
+    for (u64 p = head + vecs * COUNT_PER_VEC + tid; p < count; p += MGPU_NT) out[p] = key_at(p);
+  }
+  if (v0 >= v1) return;
+  // The bins of the range's first and last positions, searched by two warps at once.
+  if (tid == 0) span_lo = bin_of(global, 0, COUNT_BINS - 1, head + v0 * COUNT_PER_VEC);
+  if (tid == MGPU_WARP)
+    span_hi = bin_of(global, 0, COUNT_BINS - 1, head + v1 * COUNT_PER_VEC - 1);
+  __syncthreads();
+  unsigned lo = span_lo, bins = span_hi - lo + 1;
+  bool staged = bins <= FILL_SPAN;
+  if (staged)
+    for (unsigned i = tid; i <= bins; i += MGPU_NT) span[i] = starts[lo + i];
+  __syncthreads();
+  auto local = [&](unsigned b) { return span[b - lo]; };
+  uint4* body = reinterpret_cast<uint4*>(out + head);
+#pragma unroll 1
+  for (int u = 0; u < FILL_VECS; ++u) {
+    u64 v = v0 + (u64)u * MGPU_NT + tid;
+    if (v >= v1) break;
+    u64 p = head + v * COUNT_PER_VEC;
+    unsigned b = staged ? bin_of(local, lo, lo + bins - 1, p) : bin_of(global, lo, COUNT_BINS - 1, p);
+    u64 next = staged ? local(b + 1) : global(b + 1);
+    unsigned word[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int k = 0; k < COUNT_PER_VEC; ++k) {
+      if (p + k >= next) {
+        b = staged ? bin_of(local, b + 1, lo + bins - 1, p + k)
+                   : bin_of(global, b + 1, COUNT_BINS - 1, p + k);
+        next = staged ? local(b + 1) : global(b + 1);
+      }
+      word[k * COUNT_BYTES / 4] |= ((b ^ xor_mask) & (COUNT_BINS - 1)) << (8 * COUNT_BYTES * k % 32);
+    }
+    body[v] = make_uint4(word[0], word[1], word[2], word[3]);
+  }
+}
+#endif
