@@ -1138,3 +1138,53 @@ fn repeat<K: Element>(ctx: &Context, keys: &[K], key: &RadixKey<K>, what: &str) 
         check_radix(ctx, keys, key, &expect, &what);
     }
 }
+
+/// Keys alone of 1 and 2 bytes, big enough for the counting sort: every distribution, both
+/// orders, `sort` and `radix_sort`, in views at unaligned offsets (keys before the first 16-byte
+/// boundary and after the last) and whole buffers; the rest of the buffer untouched.
+fn counting<K: Key + Ord>() {
+    let Some(ctx) = gpu() else { return };
+    let mut r = rng();
+    let n = if std::mem::size_of::<K>() == 1 {
+        (1 << 23) + 5
+    } else {
+        (1 << 25) + 3
+    };
+    if !has_memory(
+        &ctx,
+        2 * n as u64 * std::mem::size_of::<K>() as u64,
+        "counting sort",
+    ) {
+        return;
+    }
+    for (p, off, pad) in [
+        (Pattern::Uniform, 3, 7),
+        (Pattern::AllEqual, 0, 0),
+        (Pattern::FewDistinct, 1, 0),
+        (Pattern::Reversed, 5, 16),
+        (Pattern::Bits20, 16, 3),
+    ] {
+        let keys = pattern::<K>(&mut r, n, p);
+        let mut before: Vec<K> = (0..off).map(|_| K::from_bits(r.random())).collect();
+        before.extend(&keys);
+        before.extend((0..pad).map(|_| K::from_bits(r.random())));
+        let range = off..off + n;
+        let mut ascending = keys.clone();
+        ascending.sort();
+        let mut descending = ascending.clone();
+        descending.reverse();
+        for (desc, expect) in [(false, &ascending), (true, &descending)] {
+            let what = format!("{} {p:?} at {off} descending={desc}", K::CUDA_TYPE);
+            let mut b = ctx.upload(&before).unwrap();
+            let mut view = b.slice_mut(range.clone());
+            if desc {
+                ctx.radix_sort(&mut view, &RadixKey::descending()).unwrap();
+            } else {
+                ctx.sort(&mut view, &Comparator::less()).unwrap();
+            }
+            check_region(&b.to_vec().unwrap(), &before, range.clone(), expect, &what);
+        }
+    }
+}
+
+per_type!(counting: counting_u8: u8, counting_i8: i8, counting_u16: u16, counting_i16: i16);

@@ -254,7 +254,8 @@ fn counting_sort(
     let shared = (bins / split * copies * 4) as u32;
     let head = ((16 - keys % 16) % 16 / key_size).min(count);
     let vecs = (count - head) / (16 / key_size);
-    // Chunks of at most 2^31 keys (a CTA's counters are 32-bit).
+    // A wave of CTAs, with chunks of at most 2^31 keys (a CTA's counters are 32-bit). Fewer
+    // CTAs on smaller inputs measured slower (2^24 u16 keys: 16 chunks 0.35 ms, 132 0.21 ms).
     let chunks = (gpu.sm_count as u64 * per_sm)
         .max(vecs.div_ceil((1 << 31) / (16 / key_size)))
         .min(vecs.max(1));
@@ -332,7 +333,18 @@ pub(crate) fn sort(
         return gpu.launch(&module, 1, t.nt, &args);
     }
     if let Some(xor_mask) = counting_mask(spec, order) {
-        return counting_sort(gpu, spec, keys, count, xor_mask);
+        // Where it measured faster than the passes on the H100 (2026-11-25): its fixed costs
+        // (every CTA adds its counters to the histogram; the fill searches the starts of a
+        // range's bins, many of them where the bins are sparse) outweigh one or two passes
+        // below these sizes.
+        let min_keys = if spec.keys.size == 1 {
+            1 << 23
+        } else {
+            1 << 25
+        };
+        if count >= min_keys {
+            return counting_sort(gpu, spec, keys, count, xor_mask);
+        }
     }
     let module = gpu.module::<Radix>(spec, part::<Radix>("radix_passes"))?;
     let portion = PORTION / nv * nv;
