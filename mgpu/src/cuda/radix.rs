@@ -234,6 +234,29 @@ fn counting_mask(spec: &RadixSpec, order: &Order) -> Option<u32> {
     Some(sign ^ if order.descending { all } else { 0 })
 }
 
+/// The shared memory of a CTA of `mgpu_radix_count` for keys of `key_size` bytes: 2-byte keys
+/// split a chunk's bins between two CTAs of 128 KiB of counters; 1-byte keys keep a copy of each
+/// counter per lane (32 KiB). Also the CTAs per chunk and per SM.
+fn counting_layout(key_size: u64) -> (u32, u64, u64) {
+    let bins = 1u64 << (8 * key_size);
+    let (split, copies, per_sm) = if key_size == 2 { (2, 1, 1) } else { (1, 32, 4) };
+    ((bins / split * copies * 4) as u32, split, per_sm)
+}
+
+/// Whether the counting sort takes `count` keys of `key_size` bytes on `gpu`: where it measured
+/// faster than the passes on the H100 (2026-11-25; below these sizes its fixed costs, every CTA
+/// adding its counters to the histogram and the fill searching the starts of sparse bins,
+/// outweigh one or two passes), and where a CTA can have its shared memory (2-byte keys: not on
+/// GPUs of under 128 KiB per CTA, such as sm_70, sm_86 and sm_89).
+fn counting_fits(gpu: &Gpu, key_size: u64, count: u64) -> bool {
+    let min_keys = if key_size == 1 { 1 << 23 } else { 1 << 25 };
+    let optin = gpu
+        .ctx
+        .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .unwrap_or(0);
+    count >= min_keys && optin as u64 >= counting_layout(key_size).0 as u64
+}
+
 /// The counting sort of `count` keys at `keys` in place ([`counting_mask`]): count the keys of
 /// every number, turn the counts into each number's first position, write each number's key
 /// that many times. Temporary memory: the counts and the positions.
@@ -248,14 +271,11 @@ fn counting_sort(
     let t = &spec.tuning;
     let key_size = spec.keys.size as u64;
     let bins = 1usize << (8 * key_size);
-    // As in mgpu_radix_count: 2-byte keys split a chunk's bins between two CTAs of 128 KiB of
-    // counters; 1-byte keys keep a copy of each counter per lane (32 KiB).
-    let (split, copies, per_sm) = if key_size == 2 { (2, 1, 1) } else { (1, 32, 4) };
-    let shared = (bins / split * copies * 4) as u32;
+    let (shared, split, per_sm) = counting_layout(key_size);
     let head = ((16 - keys % 16) % 16 / key_size).min(count);
     let vecs = (count - head) / (16 / key_size);
-    // A wave of CTAs, with chunks of at most 2^31 keys (a CTA's counters are 32-bit). Fewer
-    // CTAs on smaller inputs measured slower (2^24 u16 keys: 16 chunks 0.35 ms, 132 0.21 ms).
+    // A wave of CTAs (fewer on small inputs measured slower), with chunks of at most 2^31 keys
+    // (a CTA's counters are 32-bit).
     let chunks = (gpu.sm_count as u64 * per_sm)
         .max(vecs.div_ceil((1 << 31) / (16 / key_size)))
         .min(vecs.max(1));
@@ -269,13 +289,7 @@ fn counting_sort(
         xor_mask,
         hist: hist.ptr,
     };
-    gpu.launch_shared(
-        &module,
-        (chunks * split as u64) as u32,
-        t.nt,
-        shared,
-        &counting,
-    )?;
+    gpu.launch_shared(&module, (chunks * split) as u32, t.nt, shared, &counting)?;
     let positions = StartsArgs {
         hist: hist.ptr,
         starts: starts.ptr,
@@ -333,16 +347,7 @@ pub(crate) fn sort(
         return gpu.launch(&module, 1, t.nt, &args);
     }
     if let Some(xor_mask) = counting_mask(spec, order) {
-        // Where it measured faster than the passes on the H100 (2026-11-25): its fixed costs
-        // (every CTA adds its counters to the histogram; the fill searches the starts of a
-        // range's bins, many of them where the bins are sparse) outweigh one or two passes
-        // below these sizes.
-        let min_keys = if spec.keys.size == 1 {
-            1 << 23
-        } else {
-            1 << 25
-        };
-        if count >= min_keys {
+        if counting_fits(gpu, spec.keys.size as u64, count) {
             return counting_sort(gpu, spec, keys, count, xor_mask);
         }
     }
