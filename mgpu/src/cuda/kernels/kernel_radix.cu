@@ -384,7 +384,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 #ifdef MGPU_WANT_mgpu_radix_pass
 typedef TileStatusOf<unsigned, RADIX_BINS * 8> BinStatus;
 
-struct PassStorage {
+// Whole 16-byte units, as the radix module's dynamic shared memory (mgpu_radix_count) aligns a
+// kernel's static shared memory: a part compiles as the whole family does.
+struct __align__(16) PassStorage {
   TileItems items;
   RankStorage rank;
   // Per digit, where the tile's sorted position 0 would go (so that position j of digit d goes to
@@ -453,7 +455,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #endif
 
 #ifdef MGPU_WANT_mgpu_radix_tile
-struct TileStorage {
+// Whole 16-byte units, as PassStorage.
+struct __align__(16) TileStorage {
   TileItems items;
   RankStorage rank;
 };
