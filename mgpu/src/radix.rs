@@ -325,7 +325,9 @@ fn radix_tuning(ctx: &Context, mode: SortValues, key: usize, value: usize) -> Re
 }
 
 impl Context {
-    /// Sorts `keys` in place by `key`, stably: a radix sort (on the GPU, Onesweep).
+    /// Sorts `keys` in place by `key`, stably: a radix sort (on the GPU, Onesweep; from 2^23
+    /// 1-byte or 2^25 2-byte integer keys in a built-in order over the whole key, a counting
+    /// sort, which reads and writes the keys once).
     ///
     /// ```
     /// use mgpu::{Context, RadixKey};
