@@ -37,6 +37,7 @@ pub mod reduce;
 pub mod reduce_by_key;
 pub mod scan;
 pub mod segreduce;
+pub mod segsort;
 pub mod sort;
 pub mod source;
 pub mod transform;

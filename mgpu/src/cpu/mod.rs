@@ -119,6 +119,54 @@ pub fn scan<T: Element>(input: &[T], output: &mut [T], op: &Op<T>, exclusive: bo
     scan_in_place(out, op, exclusive)
 }
 
+/// Stable sort of every segment of `keys` (validated CSR `offsets`, the last segment up to the
+/// end), with `values` moved alongside; segments in parallel.
+pub fn segmented_sort<K: Element, V: Element, O: crate::Offset>(
+    offsets: &[O],
+    keys: &mut [K],
+    values: Option<&mut [V]>,
+    comparator: &crate::Comparator<K>,
+) {
+    let n = keys.len();
+    let ranges: Vec<(usize, usize)> = (0..offsets.len())
+        .map(|i| {
+            let end = offsets.get(i + 1).map_or(n, |o| o.to_u64() as usize);
+            (offsets[i].to_u64() as usize, end)
+        })
+        .collect();
+    let key_parts = split_at_ranges(keys, &ranges);
+    match values {
+        None => key_parts
+            .into_par_iter()
+            .for_each(|k| k.sort_by(|a, b| comparator.ordering(a, b))),
+        Some(values) => key_parts
+            .into_par_iter()
+            .zip(split_at_ranges(values, &ranges))
+            .for_each(|(k, v)| {
+                let mut pairs: Vec<(K, V)> = k.iter().copied().zip(v.iter().copied()).collect();
+                pairs.sort_by(|a, b| comparator.ordering(&a.0, &b.0));
+                for (i, (x, y)) in pairs.into_iter().enumerate() {
+                    k[i] = x;
+                    v[i] = y;
+                }
+            }),
+    }
+}
+
+/// `data` cut into the consecutive `ranges` that cover it.
+fn split_at_ranges<'a, T>(mut data: &'a mut [T], ranges: &[(usize, usize)]) -> Vec<&'a mut [T]> {
+    let mut parts = Vec::with_capacity(ranges.len());
+    let mut at = 0;
+    for &(begin, end) in ranges {
+        debug_assert_eq!(begin, at);
+        let (part, rest) = std::mem::take(&mut data).split_at_mut(end - begin);
+        parts.push(part);
+        data = rest;
+        at = end;
+    }
+    parts
+}
+
 /// Stable sort of `keys` (rayon's parallel merge sort).
 pub fn sort<K: Element>(keys: &mut [K], comparator: &crate::Comparator<K>) {
     keys.par_sort_by(|a, b| comparator.ordering(a, b));

@@ -47,6 +47,8 @@ pub mod headers {
     pub const CTA_REDUCE: &str = header!(cta_reduce);
     /// Merge path search, serial merge, odd-even transposition sort.
     pub const CTA_MERGE: &str = header!(cta_merge);
+    /// The CTA scan (after [`CTA_REDUCE`]).
+    pub const CTA_SCAN: &str = header!(cta_scan);
     /// What a look-back kernel builds on: intrinsics, load / store, CTA reduce and scan, the
     /// look-back (tile status and the ticketed tile loop).
     pub const LOOKBACK_TILES: &str = concat!(

@@ -8,6 +8,7 @@ use super::reduce::Reduce;
 use super::reduce_by_key::ReduceByKey;
 use super::scan::Scan;
 use super::segreduce::SegReduce;
+use super::segsort::SegSort;
 use super::sort::Merge;
 use super::transform::Transform;
 
@@ -22,6 +23,7 @@ pub static FAMILIES: &[&dyn Registered] = &[
     &Entry::<ReduceByKey>::NEW,
     &Entry::<NonTrivialRuns>::NEW,
     &Entry::<SegReduce>::NEW,
+    &Entry::<SegSort>::NEW,
 ];
 
 /// The family named `name`.

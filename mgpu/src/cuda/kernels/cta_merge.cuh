@@ -1,6 +1,7 @@
 // cta_merge.cuh: merge path search, serial merge in registers, and the odd-even transposition sort
 // of a thread's VT keys. Stable throughout: on ties, A's element (the earlier one) goes first.
-// Needs K (key), V (value), Comp (strict weak order) and MGPU_VALUES (0 keys, 1 pairs, 2 indices).
+// Templates over the key type and its order (a sort's K and Comp, or a composite key); needs V
+// (value) and MGPU_VALUES (0 keys, 1 pairs, 2 indices).
 
 // Shared-memory slots of a merge tile: NV elements, and VT more that a serial merge may read past
 // the end of its runs (see serial_merge), so that no index needs clamping.
@@ -13,9 +14,9 @@ struct MergeRuns {
 
 // merge_path where the answer is known to lie in [begin, end] (a subrange of the full one:
 // begin >= diag - b_count, end <= min(diag, a_count)).
-template <typename Index>
-__device__ __forceinline__ Index merge_path_within(const K* a, const K* b, Index diag, Index begin,
-                                                   Index end, Comp comp) {
+template <typename Index, typename Key, typename C>
+__device__ __forceinline__ Index merge_path_within(const Key* a, const Key* b, Index diag,
+                                                   Index begin, Index end, C comp) {
   while (begin < end) {
     Index mid = (begin + end) / 2;
     // Take A's element when B's is not strictly before it (ties go to A: stable).
@@ -29,9 +30,9 @@ __device__ __forceinline__ Index merge_path_within(const K* a, const K* b, Index
 
 // How many elements of A come before output position `diag` of merge(A, B). A and B may be in
 // shared or global memory.
-template <typename Index>
-__device__ __forceinline__ Index merge_path(const K* a, Index a_count, const K* b, Index b_count,
-                                            Index diag, Comp comp) {
+template <typename Index, typename Key, typename C>
+__device__ __forceinline__ Index merge_path(const Key* a, Index a_count, const Key* b,
+                                            Index b_count, Index diag, C comp) {
   Index begin = diag > b_count ? diag - b_count : 0;
   Index end = diag < a_count ? diag : a_count;
   return merge_path_within(a, b, diag, begin, end, comp);
@@ -47,11 +48,12 @@ __device__ __forceinline__ Index merge_path(const K* a, Index a_count, const K* 
 // chain, which is what bounds the merge passes).
 // Two merges side by side (the first level of a four-way merge): from output `next_at` on, the
 // thread merges the runs `next` from their starts.
-__device__ __forceinline__ void serial_merge(const K* keys, MergeRuns r, K (&out)[MGPU_VT],
-                                             int (&from)[MGPU_VT], Comp comp,
+template <typename Key, typename C>
+__device__ __forceinline__ void serial_merge(const Key* keys, MergeRuns r, Key (&out)[MGPU_VT],
+                                             int (&from)[MGPU_VT], C comp,
                                              int next_at = MGPU_VT, MergeRuns next = {}) {
-  K a_key = keys[r.a_begin];
-  K b_key = keys[r.b_begin];
+  Key a_key = keys[r.a_begin];
+  Key b_key = keys[r.b_begin];
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     if (i == next_at) {
@@ -66,7 +68,7 @@ __device__ __forceinline__ void serial_merge(const K* keys, MergeRuns r, K (&out
       ++r.a_begin;
     else
       ++r.b_begin;
-    K next_key = keys[take_a ? r.a_begin : r.b_begin];
+    Key next_key = keys[take_a ? r.a_begin : r.b_begin];
     if (take_a)
       a_key = next_key;
     else
@@ -79,10 +81,10 @@ __device__ __forceinline__ void serial_merge(const K* keys, MergeRuns r, K (&out
 // last thread) first take copies of the largest valid key: they sort after every valid key (the
 // sort is stable and they come last), so the network itself needs no per-swap bound check (that
 // check kept a predicate per swap live and made the f32 blocksort spill at VT = 21).
-__device__ __forceinline__ void thread_sort(K (&k)[MGPU_VT], V (&v)[MGPU_VT], int valid,
-                                            Comp comp) {
+template <typename Key, typename C>
+__device__ __forceinline__ void thread_sort(Key (&k)[MGPU_VT], V (&v)[MGPU_VT], int valid, C comp) {
   if (valid < MGPU_VT) {
-    K largest = k[0];
+    Key largest = k[0];
 #pragma unroll
     for (int i = 1; i < MGPU_VT; ++i)
       if (i < valid && comp(largest, k[i])) largest = k[i];
@@ -95,7 +97,7 @@ __device__ __forceinline__ void thread_sort(K (&k)[MGPU_VT], V (&v)[MGPU_VT], in
 #pragma unroll
     for (int i = pass & 1; i + 1 < MGPU_VT; i += 2) {
       if (comp(k[i + 1], k[i])) {
-        K tk = k[i];
+        Key tk = k[i];
         k[i] = k[i + 1];
         k[i + 1] = tk;
 #if MGPU_VALUES

@@ -17,7 +17,8 @@ struct SortStorage {
 };
 
 // Writes a thread's VT results to the shared tile at tid*VT (only the first `count` of the tile).
-__device__ __forceinline__ void thread_to_shared(SortStorage& s, const K (&k)[MGPU_VT],
+template <typename Storage, typename Key>
+__device__ __forceinline__ void thread_to_shared(Storage& s, const Key (&k)[MGPU_VT],
                                                  const V (&v)[MGPU_VT], int count, int tid) {
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
@@ -79,28 +80,15 @@ __device__ __forceinline__ void store_tile(const SortStorage& s, K* keys, V* val
 #endif
 }
 
-#ifdef MGPU_WANT_mgpu_blocksort
-extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_blocksort(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count) {
-  __shared__ SortStorage s;
-  Comp comp;
+// Sorts a tile of `n` keys (and values) that each thread holds VT consecutive of, in `k` and `v`
+// (unsorted; read from `s`, which the caller must not read again before a barrier): an odd-even
+// transposition sort of each thread's keys in registers, then log2(NT) merge rounds in shared
+// memory. The sorted tile ends in `s` (its first `n` slots). Any key type and order: a sort's
+// keys, or the segmented sort's (segment, key).
+template <typename Storage, typename Key, typename C>
+__device__ __forceinline__ void sort_tile(Storage& s, Key (&k)[MGPU_VT], V (&v)[MGPU_VT], int n,
+                                          C comp) {
   int tid = threadIdx.x;
-  u64 base = (u64)blockIdx.x * MGPU_NV;
-  int n = (int)min((u64)MGPU_NV, count - base);
-  load_tile(s, keys_in, values_in, base, n, tid);
-  __syncthreads();
-
-  // Each thread sorts its VT consecutive keys in registers.
-  K k[MGPU_VT];
-  V v[MGPU_VT];
-#pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) {
-    int j = min(tid * MGPU_VT + i, MGPU_NV - 1);
-    k[i] = s.keys[j];
-#if MGPU_VALUES
-    v[i] = s.values[j];
-#endif
-  }
   thread_sort(k, v, max(0, min(MGPU_VT, n - tid * MGPU_VT)), comp);
   __syncthreads();
   thread_to_shared(s, k, v, n, tid);
@@ -138,7 +126,36 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     }
     __syncthreads();
   }
+}
+
+// Sorts the tile of `n` keys at `base` of keys_in (and values) to keys_out (the same place may be
+// both: the tile is staged in shared memory).
+__device__ __forceinline__ void block_sort(SortStorage& s, const K* keys_in, const V* values_in,
+                                           K* keys_out, V* values_out, u64 base, int n) {
+  int tid = threadIdx.x;
+  load_tile(s, keys_in, values_in, base, n, tid);
+  __syncthreads();
+  K k[MGPU_VT];
+  V v[MGPU_VT];
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int j = min(tid * MGPU_VT + i, MGPU_NV - 1);
+    k[i] = s.keys[j];
+#if MGPU_VALUES
+    v[i] = s.values[j];
+#endif
+  }
+  sort_tile(s, k, v, n, Comp());
   store_tile(s, keys_out, values_out, base, n, tid);
+}
+
+#ifdef MGPU_WANT_mgpu_blocksort
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_blocksort(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count) {
+  __shared__ SortStorage s;
+  u64 base = (u64)blockIdx.x * MGPU_NV;
+  block_sort(s, keys_in, values_in, keys_out, values_out, base,
+             (int)min((u64)MGPU_NV, count - base));
 }
 #endif
 

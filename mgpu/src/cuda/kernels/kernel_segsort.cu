@@ -1,0 +1,285 @@
+// kernel_segsort.cu: sorting within the segments of CSR offsets (O), on kernel_mergesort.cu's
+// tiles and merges. Segments of at most SEG_SHORT keys are packed whole into tiles of at most NV
+// keys and sorted there by (segment, key); longer ones are cut into tiles from their own start,
+// sorted, and merged within the segment, one pass per level, until one run covers the segment.
+//   mgpu_segsort_tiles     the packed tiles' limits, and whether each holds a short segment
+//   mgpu_segsort_short     one packed tile per CTA, sorted in place
+//   mgpu_segsort_classify  the long segments' tiles (a table), the huge segments (a list)
+//   mgpu_segsort_blocks    one tile of a long segment per CTA, sorted
+//   mgpu_segsort_partition merge path split of each long tile's start in a pass
+//   mgpu_segsort_merge     one output tile of a long segment's merge pass per CTA
+
+// A packed tile starts at a multiple of SEG_STEP, moved back to the start of the segment there
+// when that segment is short: so it holds at most SEG_STEP + SEG_SHORT = NV keys, and a short
+// segment is never cut.
+#define SEG_SHORT (MGPU_NV / 4)
+#define SEG_STEP (MGPU_NV - SEG_SHORT)
+// The flag in PackedTile::segment of a tile that holds a non-empty short segment.
+#define SEG_ACTIVE (1ull << 63)
+
+// The segment that holds position `pos` (< count): the last one that starts at or before it.
+__device__ __forceinline__ u64 segment_of(const O* offsets, u64 num_segments, u64 pos) {
+  u64 lo = 1, hi = num_segments;  // offsets[0] == 0 <= pos
+  while (lo < hi) {
+    u64 mid = (lo + hi) / 2;
+    if ((u64)offsets[mid] <= pos)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo - 1;
+}
+
+__device__ __forceinline__ u64 segment_end(const O* offsets, u64 num_segments, u64 count, u64 s) {
+  return s + 1 < num_segments ? (u64)offsets[s + 1] : count;
+}
+
+// Where packed tile k starts (k * SEG_STEP, or the start of the short segment there).
+__device__ __forceinline__ u64 packed_start(const O* offsets, u64 num_segments, u64 count, u64 k,
+                                            u64& segment) {
+  u64 pos = k * SEG_STEP;
+  if (pos >= count) {
+    segment = num_segments;
+    return count;
+  }
+  segment = segment_of(offsets, num_segments, pos);
+  u64 start = offsets[segment];
+  return segment_end(offsets, num_segments, count, segment) - start <= SEG_SHORT ? start : pos;
+}
+
+struct PackedTile {
+  u64 begin;    // the tile's first position
+  u64 segment;  // the segment that holds it, | SEG_ACTIVE where the tile has work
+};
+
+#ifdef MGPU_WANT_mgpu_segsort_tiles
+extern "C" __global__ void mgpu_segsort_tiles(const O* offsets, u64 num_segments, u64 count,
+                                              u64 num_tiles, PackedTile* tiles) {
+  u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (k > num_tiles) return;
+  u64 segment, next_segment;
+  u64 begin = packed_start(offsets, num_segments, count, k, segment);
+  u64 end = packed_start(offsets, num_segments, count, k + 1, next_segment);
+  // Work: a short segment of two keys or more. Long segments' keys are sorted by the long path,
+  // so a tile of only long pieces is skipped. The search stops after a few segments (a tile with
+  // that many is worth sorting anyway).
+  bool active = false;
+  u64 s = segment;
+  for (int i = 0; i < 8 && !active && s < num_segments && (u64)offsets[s] < end; ++i, ++s) {
+    u64 len = segment_end(offsets, num_segments, count, s) - (u64)offsets[s];
+    active = len >= 2 && len <= SEG_SHORT;
+  }
+  if (s < num_segments && (u64)offsets[s] < end && !active) active = true;
+  tiles[k] = {begin, segment | (active ? SEG_ACTIVE : 0)};
+}
+#endif
+
+// A key and its segment within the tile: ordered by segment, then by the key.
+struct SegKey {
+  unsigned segment;
+  K key;
+};
+struct SegComp {
+  Comp comp;
+  __device__ __forceinline__ bool operator()(const SegKey& a, const SegKey& b) {
+    return a.segment != b.segment ? a.segment < b.segment : comp(a.key, b.key);
+  }
+};
+
+struct HeadCount {
+  __device__ __forceinline__ int operator()(int a, int b) const { return a + b; }
+};
+
+struct SegStorage {
+  union {
+    __align__(16) K raw[MGPU_SLOTS];  // the keys as loaded
+    __align__(16) SegKey keys[MGPU_SLOTS];
+  };
+#if MGPU_VALUES
+  __align__(16) V values[MGPU_SLOTS];
+#endif
+  unsigned char heads[MGPU_NV];  // 1 where a segment starts
+  CtaScanStorageOf<int> scan;
+};
+
+#ifdef MGPU_WANT_mgpu_segsort_short
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_segsort_short(K* keys, V* values, const O* offsets, u64 num_segments,
+                       const PackedTile* tiles) {
+  __shared__ SegStorage s;
+  int tid = threadIdx.x;
+  PackedTile tile = tiles[blockIdx.x];
+  if (!(tile.segment & SEG_ACTIVE)) return;
+  u64 base = tile.begin;
+  int n = (int)(tiles[blockIdx.x + 1].begin - base);
+  u64 first = tile.segment & ~SEG_ACTIVE;
+
+  // The keys (and values) to shared memory; the heads of the segments that start in the tile.
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int j = i * MGPU_NT + tid;
+    if (j < n) {
+      s.raw[j] = keys[base + j];
+#if MGPU_VALUES
+      s.values[j] = values[base + j];
+#endif
+    }
+  }
+  for (int j = tid; j < MGPU_NV; j += MGPU_NT) s.heads[j] = 0;
+  __syncthreads();
+  for (u64 i = first + 1 + tid; i < num_segments; i += MGPU_NT) {
+    u64 o = offsets[i];
+    if (o >= base + n) break;
+    s.heads[o - base] = 1;
+  }
+  __syncthreads();
+
+  // Each thread's VT consecutive keys, numbered by segment: heads before the thread's keys (a
+  // CTA scan of the per-thread counts), then along them.
+  int at = tid * MGPU_VT;
+  int heads = 0;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) heads += at + i < n && at + i > 0 ? s.heads[at + i] : 0;
+  int total;
+  int segment = cta_scan_exclusive(heads, HeadCount(), 0, total, s.scan);
+  SegKey k[MGPU_VT];
+  V v[MGPU_VT];
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int j = min(at + i, MGPU_NV - 1);
+    segment += j < n && j > 0 ? s.heads[j] : 0;
+    k[i].segment = (unsigned)segment;
+    k[i].key = s.raw[j];
+#if MGPU_VALUES
+    v[i] = s.values[j];
+#endif
+  }
+  sort_tile(s, k, v, n, SegComp());
+
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int j = i * MGPU_NT + tid;
+    if (j < n) {
+      keys[base + j] = s.keys[j].key;
+#if MGPU_VALUES
+      values[base + j] = s.values[j];
+#endif
+    }
+  }
+}
+#endif
+
+// ---- Long segments: cut into tiles of NV from their start, each merged within the segment ----
+
+// One tile of a long segment: its segment, its index there and the segment's number of tiles.
+struct LongTile {
+  u64 segment;
+  unsigned piece, pieces;
+};
+
+// The merge passes a segment of `pieces` tiles takes: ceil(log2(pieces)).
+__device__ __forceinline__ int passes_of(unsigned pieces) { return pieces <= 1 ? 0 : 32 - __clz(pieces - 1); }
+
+// summary[0]: the long tiles, summary[1]: the most passes of a segment, summary[2]: the huge
+// segments, listed as (begin, end) in `huge`. The tables' order follows the atomics: each segment's
+// tiles are consecutive, which is all the passes need.
+#ifdef MGPU_WANT_mgpu_segsort_classify
+extern "C" __global__ void mgpu_segsort_classify(const O* offsets, u64 num_segments, u64 count,
+                                                 u64 huge_min, unsigned* summary, LongTile* long_tiles,
+                                                 u64* huge) {
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < num_segments;
+       i += (u64)gridDim.x * blockDim.x) {
+    u64 start = offsets[i], end = segment_end(offsets, num_segments, count, i), len = end - start;
+    if (len <= SEG_SHORT) continue;
+    if (len >= huge_min) {
+      unsigned at = atomicAdd(&summary[2], 1u);
+      huge[2 * at] = start;
+      huge[2 * at + 1] = end;
+      continue;
+    }
+    unsigned pieces = (unsigned)((len + MGPU_NV - 1) / MGPU_NV);
+    unsigned at = atomicAdd(&summary[0], pieces);
+    atomicMax(&summary[1], (unsigned)passes_of(pieces));
+    for (unsigned p = 0; p < pieces; ++p) long_tiles[at + p] = {i, p, pieces};
+  }
+}
+#endif
+
+// A long tile's place: its segment's range, and the buffers a pass reads and writes. A segment
+// of P passes has its tiles sorted into the temporary when P is odd, so that pass P - 1 writes
+// the caller's buffer.
+struct LongPlace {
+  u64 start, len;
+  int passes;
+};
+__device__ __forceinline__ LongPlace long_place(const O* offsets, u64 num_segments, u64 count,
+                                                LongTile t) {
+  u64 start = offsets[t.segment];
+  return {start, segment_end(offsets, num_segments, count, t.segment) - start,
+          passes_of(t.pieces)};
+}
+
+#ifdef MGPU_WANT_mgpu_segsort_blocks
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_segsort_blocks(K* keys, V* values, K* temp_keys, V* temp_values, const O* offsets,
+                        u64 num_segments, u64 count, const LongTile* long_tiles) {
+  __shared__ SortStorage s;
+  LongTile t = long_tiles[blockIdx.x];
+  LongPlace p = long_place(offsets, num_segments, count, t);
+  u64 base = p.start + (u64)t.piece * MGPU_NV;
+  int n = (int)min((u64)MGPU_NV, p.start + p.len - base);
+  bool to_temp = p.passes & 1;
+  block_sort(s, keys, values, to_temp ? temp_keys : keys, to_temp ? temp_values : values, base, n);
+}
+#endif
+
+// The runs of pass `pass` that a long tile's outputs come from, within its segment.
+__device__ __forceinline__ RunPair long_runs(LongTile t, u64 len, int pass) {
+  return run_pair((u64)t.piece * MGPU_NV, (u64)MGPU_NV << pass, len);
+}
+
+#ifdef MGPU_WANT_mgpu_segsort_partition
+extern "C" __global__ void mgpu_segsort_partition(const K* keys, const K* temp_keys,
+                                                  const O* offsets, u64 num_segments, u64 count,
+                                                  const LongTile* long_tiles, u64 num_long,
+                                                  int pass, u64* splits) {
+  u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= num_long) return;
+  LongTile t = long_tiles[i];
+  LongPlace p = long_place(offsets, num_segments, count, t);
+  if (p.passes <= pass) return;
+  const K* src = ((p.passes - pass) & 1 ? temp_keys : keys) + p.start;
+  RunPair r = long_runs(t, p.len, pass);
+  u64 diag = (u64)t.piece * MGPU_NV - r.start;
+  splits[i] = r.a0 + merge_path<u64>(src + r.a0, r.a1 - r.a0, src + r.a1, r.b1 - r.a1, diag,
+                                     Comp());
+}
+#endif
+
+#ifdef MGPU_WANT_mgpu_segsort_merge
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_segsort_merge(K* keys, V* values, K* temp_keys, V* temp_values, const O* offsets,
+                       u64 num_segments, u64 count, const LongTile* long_tiles, int pass,
+                       const u64* splits) {
+  __shared__ SortStorage s;
+  LongTile t = long_tiles[blockIdx.x];
+  LongPlace p = long_place(offsets, num_segments, count, t);
+  if (p.passes <= pass) return;
+  bool from_temp = (p.passes - pass) & 1;
+  const K* src_k = (from_temp ? temp_keys : keys) + p.start;
+  const V* src_v = (from_temp ? temp_values : values) + p.start;
+  K* dst_k = (from_temp ? keys : temp_keys) + p.start;
+  V* dst_v = (from_temp ? values : temp_values) + p.start;
+  RunPair r = long_runs(t, p.len, pass);
+  u64 out_begin = (u64)t.piece * MGPU_NV, out_end = min(out_begin + MGPU_NV, p.len);
+  u64 a_begin = splits[blockIdx.x];
+  u64 b_begin = r.a1 + (out_begin - r.start) - (a_begin - r.a0);
+  u64 a_end = r.a1, b_end = r.b1;
+  if (out_end < r.b1) {  // not the last tile of its pair of runs: the next tile's split
+    a_end = splits[blockIdx.x + 1];
+    b_end = r.a1 + (out_end - r.start) - (a_end - r.a0);
+  }
+  merge_tile(s, src_k, src_v, a_begin, a_end, src_k, src_v, b_begin, b_end, dst_k, dst_v,
+             out_begin, Comp());
+}
+#endif
