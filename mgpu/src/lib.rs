@@ -40,6 +40,7 @@ pub mod segreduce;
 pub mod segsort;
 pub mod sort;
 pub mod source;
+pub mod topk;
 pub mod transform;
 pub mod tuning;
 

@@ -152,8 +152,8 @@ impl Context {
                     )
                 })?;
                 // Segments of millions of keys: each by the whole-array sort.
-                for (begin, end) in huge {
-                    let range = begin as usize..end as usize;
+                for h in huge {
+                    let range = h.begin as usize..h.end as usize;
                     let mut keys = keys.slice_mut(range.clone());
                     match values.as_mut() {
                         Some(values) => {

@@ -6,7 +6,7 @@
 use super::family::{part, Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Prelude};
 use super::memory::DeviceMem;
-use super::sort::SortValues;
+use super::sort::{self as merge, Merge, MergeSpec, SortValues};
 use super::Gpu;
 use crate::error::Result;
 use crate::tuning::{self, Family, Tuning};
@@ -83,6 +83,15 @@ impl KernelFamily for SegSort {
                 "mgpu_segsort_blocks",
                 "mgpu_segsort_partition",
                 "mgpu_segsort_merge",
+            ],
+        },
+        Part {
+            name: "topk",
+            kernels: &[
+                "mgpu_topk_take",
+                "mgpu_topk_take_segments",
+                "mgpu_topk_gather",
+                "mgpu_topk_iota",
             ],
         },
     ];
@@ -214,11 +223,48 @@ crate::kernel_args! {
     }
 }
 
+crate::kernel_args! {
+    // SAFETY: mgpu_topk_take(const K* keys, const unsigned* positions, u64 count, u64 chunk,
+    // u64 k, u64 out_count, K* out_keys, unsigned* out_positions).
+    TakeArgs = "mgpu_topk_take" {
+        keys: CUdeviceptr, positions: CUdeviceptr, count: u64, chunk: u64, k: u64, out_count: u64,
+        out_keys: CUdeviceptr, out_positions: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_topk_take_segments(const K* keys, const unsigned* positions, const O* offsets,
+    // u64 num_segments, u64 count, u64 k, K* out_keys, unsigned* out_positions).
+    TakeSegmentsArgs = "mgpu_topk_take_segments" {
+        keys: CUdeviceptr, positions: CUdeviceptr, offsets: CUdeviceptr, num_segments: u64,
+        count: u64, k: u64, out_keys: CUdeviceptr, out_positions: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_topk_iota(unsigned* positions, u64 n).
+    IotaArgs = "mgpu_topk_iota" { positions: CUdeviceptr, n: u64 }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_topk_gather(const V* values, const unsigned* positions, u64 n, V* out).
+    GatherArgs = "mgpu_topk_gather" {
+        values: CUdeviceptr, positions: CUdeviceptr, n: u64, out: CUdeviceptr,
+    }
+}
+
 /// Validated CSR offsets on the device: `num_segments` of them over `count` positions.
 pub(crate) struct Geometry {
     pub offsets: CUdeviceptr,
     pub num_segments: u64,
     pub count: u64,
+}
+
+/// A segment left to the caller: its index and positions.
+pub(crate) struct HugeSegment {
+    pub index: u64,
+    pub begin: u64,
+    pub end: u64,
 }
 
 const SMALL_BLOCK: u32 = 128;
@@ -233,7 +279,7 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
     comparator: &Comparator<K>,
     mode: SortValues,
     tuning: &Tuning,
-) -> Result<Vec<(u64, u64)>> {
+) -> Result<Vec<HugeSegment>> {
     let Geometry {
         offsets,
         num_segments,
@@ -273,7 +319,7 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
     gpu.memset_zero(summary.ptr, 16)?;
     let long_capacity = count / (short_max + 1) + 1;
     let long_tiles = DeviceMem::alloc(gpu, long_capacity as usize * 16)?;
-    let huge = DeviceMem::alloc(gpu, (count / HUGE_SEGMENT + 1) as usize * 16)?;
+    let huge = DeviceMem::alloc(gpu, (count / HUGE_SEGMENT + 1) as usize * 24)?;
     let args = ClassifyArgs {
         offsets,
         num_segments,
@@ -304,13 +350,20 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
             max_passes,
         )?;
     }
-    let mut ranges = vec![0u64; 2 * num_huge as usize];
+    let mut list = vec![0u64; 3 * num_huge as usize];
     if num_huge > 0 {
-        gpu.download(huge.ptr, &mut ranges)?;
+        gpu.download(huge.ptr, &mut list)?;
     }
-    let mut ranges: Vec<(u64, u64)> = ranges.chunks(2).map(|r| (r[0], r[1])).collect();
-    ranges.sort_unstable();
-    Ok(ranges)
+    let mut huge: Vec<HugeSegment> = list
+        .chunks(3)
+        .map(|h| HugeSegment {
+            index: h[0],
+            begin: h[1],
+            end: h[2],
+        })
+        .collect();
+    huge.sort_unstable_by_key(|h| h.index);
+    Ok(huge)
 }
 
 /// The long segments' tiles, then their merge passes.
@@ -372,6 +425,193 @@ fn sort_long<K: Element, V: Element>(
             splits: splits.ptr,
         };
         gpu.launch(&module, num_long, spec.tuning.nt, &args)?;
+    }
+    Ok(())
+}
+
+/// A grid for a grid-stride loop over `work` items.
+fn stride_grid(gpu: &Gpu, work: u64) -> u32 {
+    work.div_ceil(256).clamp(1, gpu.sm_count as u64 * 16) as u32
+}
+
+/// The first `k` (1 <= k <= n) of `n` keys at `keys` in the comparator's order, ties in input
+/// order: keys to `out_keys`, input positions (`n` <= 2^32) to `out_positions`. Small k: each
+/// tile of the keys (and their positions) is sorted and keeps its first k, round after round,
+/// until one tile is left; the keys are read once and nothing is sorted whole. Large k: the
+/// whole sort of a copy.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn top_k<K: Element>(
+    gpu: &Arc<Gpu>,
+    arch: Option<u32>,
+    keys: CUdeviceptr,
+    n: u64,
+    k: u64,
+    comparator: &Comparator<K>,
+    out_keys: CUdeviceptr,
+    out_positions: CUdeviceptr,
+) -> Result<()> {
+    let ks = std::mem::size_of::<K>();
+    let (family, size) = merge::tuning_family(SortValues::Indices, ks, 4);
+    let t = tuning::resolve(family, arch, size, None)?;
+    let nv = t.nv() as u64;
+    let mut cur_keys = DeviceMem::alloc(gpu, n as usize * ks)?;
+    let mut cur_pos = DeviceMem::alloc(gpu, n as usize * 4)?;
+    if k > nv / 4 || n <= nv {
+        gpu.copy(keys, cur_keys.ptr, n as usize * ks)?;
+        merge::sort::<K, u32>(
+            gpu,
+            cur_keys.ptr,
+            cur_pos.ptr,
+            n,
+            comparator,
+            SortValues::Indices,
+            &t,
+        )?;
+    } else {
+        // Round one sorts the caller's keys tile by tile, positions generated.
+        let spec = MergeSpec::new::<K, u32>(comparator, SortValues::Indices, &t);
+        let blocksort = gpu.module::<Merge>(&spec, part::<Merge>("blocksort"))?;
+        let args = merge::BlocksortArgs {
+            keys_in: keys,
+            values_in: 0,
+            keys_out: cur_keys.ptr,
+            values_out: cur_pos.ptr,
+            count: n,
+        };
+        gpu.launch(&blocksort, n.div_ceil(nv) as u32, t.nt, &args)?;
+        let spec = SegSortSpec::new::<K, u32, u32>(comparator, SortValues::Pairs, &t);
+        let take = gpu.module::<SegSort>(&spec, part::<SegSort>("topk"))?;
+        let spec = MergeSpec::new::<K, u32>(comparator, SortValues::Pairs, &t);
+        let blocksort = gpu.module::<Merge>(&spec, part::<Merge>("blocksort"))?;
+        let mut count = n;
+        loop {
+            let tiles = count.div_ceil(nv);
+            let out_count = (tiles - 1) * k + k.min(count - (tiles - 1) * nv);
+            let next_keys = DeviceMem::alloc(gpu, out_count as usize * ks)?;
+            let next_pos = DeviceMem::alloc(gpu, out_count as usize * 4)?;
+            let args = TakeArgs {
+                keys: cur_keys.ptr,
+                positions: cur_pos.ptr,
+                count,
+                chunk: nv,
+                k,
+                out_count,
+                out_keys: next_keys.ptr,
+                out_positions: next_pos.ptr,
+            };
+            gpu.launch(&take, stride_grid(gpu, out_count), 256, &args)?;
+            (cur_keys, cur_pos, count) = (next_keys, next_pos, out_count);
+            let args = merge::BlocksortArgs {
+                keys_in: cur_keys.ptr,
+                values_in: cur_pos.ptr,
+                keys_out: cur_keys.ptr,
+                values_out: cur_pos.ptr,
+                count,
+            };
+            gpu.launch(&blocksort, count.div_ceil(nv) as u32, t.nt, &args)?;
+            if count <= nv {
+                break;
+            }
+        }
+    }
+    gpu.copy(cur_keys.ptr, out_keys, k as usize * ks)?;
+    if out_positions != 0 {
+        gpu.copy(cur_pos.ptr, out_positions, k as usize * 4)?;
+    }
+    Ok(())
+}
+
+/// `out[i] = values[positions[i]]` for `n` positions.
+pub(crate) fn gather<V: Element>(
+    gpu: &Arc<Gpu>,
+    values: CUdeviceptr,
+    positions: CUdeviceptr,
+    n: u64,
+    out: CUdeviceptr,
+    tuning: &Tuning,
+) -> Result<()> {
+    let spec = SegSortSpec::new::<u32, V, u32>(&Comparator::less(), SortValues::Pairs, tuning);
+    let module = gpu.module::<SegSort>(&spec, part::<SegSort>("topk"))?;
+    let args = GatherArgs {
+        values,
+        positions,
+        n,
+        out,
+    };
+    gpu.launch(&module, stride_grid(gpu, n), 256, &args)
+}
+
+/// The first min(k, length) keys of every segment, in order, to `out_keys[segment * k ..]`
+/// with their positions in the segment (unless `out_positions` is 0): a segmented sort of a copy
+/// of the keys and their positions, then a take; a huge segment by [`top_k`] on its own.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn segmented_top_k<K: Element, O: Offset>(
+    gpu: &Arc<Gpu>,
+    arch: Option<u32>,
+    geometry: &Geometry,
+    keys: CUdeviceptr,
+    k: u64,
+    comparator: &Comparator<K>,
+    tuning: &Tuning,
+    out_keys: CUdeviceptr,
+    out_positions: CUdeviceptr,
+) -> Result<()> {
+    let n = geometry.count;
+    if n == 0 || k == 0 {
+        return Ok(());
+    }
+    let ks = std::mem::size_of::<K>();
+    let work_keys = DeviceMem::alloc(gpu, n as usize * ks)?;
+    let work_pos = DeviceMem::alloc(gpu, n as usize * 4)?;
+    gpu.copy(keys, work_keys.ptr, n as usize * ks)?;
+    let spec = SegSortSpec::new::<K, u32, O>(comparator, SortValues::Pairs, tuning);
+    let module = gpu.module::<SegSort>(&spec, part::<SegSort>("topk"))?;
+    let args = IotaArgs {
+        positions: work_pos.ptr,
+        n,
+    };
+    gpu.launch(&module, stride_grid(gpu, n), 256, &args)?;
+    let huge = sort::<K, u32, O>(
+        gpu,
+        geometry,
+        work_keys.ptr,
+        work_pos.ptr,
+        comparator,
+        SortValues::Pairs,
+        tuning,
+    )?;
+    let args = TakeSegmentsArgs {
+        keys: work_keys.ptr,
+        positions: work_pos.ptr,
+        offsets: geometry.offsets,
+        num_segments: geometry.num_segments,
+        count: n,
+        k,
+        out_keys,
+        out_positions,
+    };
+    gpu.launch(
+        &module,
+        stride_grid(gpu, geometry.num_segments * k),
+        256,
+        &args,
+    )?;
+    for h in huge {
+        let slot = h.index * k;
+        top_k(
+            gpu,
+            arch,
+            keys + h.begin * ks as u64,
+            h.end - h.begin,
+            k.min(h.end - h.begin),
+            comparator,
+            out_keys + slot * ks as u64,
+            if out_positions == 0 {
+                0
+            } else {
+                out_positions + slot * 4
+            },
+        )?;
     }
     Ok(())
 }

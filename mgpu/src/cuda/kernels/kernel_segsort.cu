@@ -8,6 +8,7 @@
 //   mgpu_segsort_blocks    one tile of a long segment per CTA, sorted
 //   mgpu_segsort_partition merge path split of each long tile's start in a pass
 //   mgpu_segsort_merge     one output tile of a long segment's merge pass per CTA
+//   mgpu_topk_*            top-k: the first keys of sorted chunks or segments, values gathered
 
 // A packed tile starts at a multiple of SEG_STEP, moved back to the start of the segment there
 // when that segment is short: so it holds at most SEG_STEP + SEG_SHORT = NV keys, and a short
@@ -181,7 +182,7 @@ struct LongTile {
 __device__ __forceinline__ int passes_of(unsigned pieces) { return pieces <= 1 ? 0 : 32 - __clz(pieces - 1); }
 
 // summary[0]: the long tiles, summary[1]: the most passes of a segment, summary[2]: the huge
-// segments, listed as (begin, end) in `huge`. The tables' order follows the atomics: each segment's
+// segments, listed as (segment, begin, end) in `huge`. The tables' order follows the atomics: each segment's
 // tiles are consecutive, which is all the passes need.
 #ifdef MGPU_WANT_mgpu_segsort_classify
 extern "C" __global__ void mgpu_segsort_classify(const O* offsets, u64 num_segments, u64 count,
@@ -193,8 +194,9 @@ extern "C" __global__ void mgpu_segsort_classify(const O* offsets, u64 num_segme
     if (len <= SEG_SHORT) continue;
     if (len >= huge_min) {
       unsigned at = atomicAdd(&summary[2], 1u);
-      huge[2 * at] = start;
-      huge[2 * at + 1] = end;
+      huge[3 * at] = i;
+      huge[3 * at + 1] = start;
+      huge[3 * at + 2] = end;
       continue;
     }
     unsigned pieces = (unsigned)((len + MGPU_NV - 1) / MGPU_NV);
@@ -281,5 +283,58 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   }
   merge_tile(s, src_k, src_v, a_begin, a_end, src_k, src_v, b_begin, b_end, dst_k, dst_v,
              out_begin, Comp());
+}
+#endif
+
+// ---- Top-k: what each chunk or segment keeps of its sorted keys ----
+
+// The first min(k, chunk's length) keys and positions of every chunk of `chunk` sorted keys,
+// packed chunk after chunk (output o is chunk o / k's key o % k).
+#ifdef MGPU_WANT_mgpu_topk_take
+extern "C" __global__ void mgpu_topk_take(const K* keys, const unsigned* positions, u64 count,
+                                          u64 chunk, u64 k, u64 out_count, K* out_keys,
+                                          unsigned* out_positions) {
+  for (u64 o = (u64)blockIdx.x * blockDim.x + threadIdx.x; o < out_count;
+       o += (u64)gridDim.x * blockDim.x) {
+    u64 src = o / k * chunk + o % k;
+    out_keys[o] = keys[src];
+    out_positions[o] = positions[src];
+  }
+}
+#endif
+
+// The first min(k, length) sorted keys of every segment to out_keys[segment * k ...], with their
+// positions in the segment; slots past a shorter segment's length are left alone.
+#ifdef MGPU_WANT_mgpu_topk_take_segments
+extern "C" __global__ void mgpu_topk_take_segments(const K* keys, const unsigned* positions,
+                                                   const O* offsets, u64 num_segments, u64 count,
+                                                   u64 k, K* out_keys, unsigned* out_positions) {
+  u64 total = num_segments * k;
+  for (u64 o = (u64)blockIdx.x * blockDim.x + threadIdx.x; o < total;
+       o += (u64)gridDim.x * blockDim.x) {
+    u64 s = o / k, r = o % k;
+    u64 start = offsets[s];
+    if (r < segment_end(offsets, num_segments, count, s) - start) {
+      out_keys[o] = keys[start + r];
+      if (out_positions) out_positions[o] = positions[start + r] - (unsigned)start;
+    }
+  }
+}
+#endif
+
+// positions[i] = i.
+#ifdef MGPU_WANT_mgpu_topk_iota
+extern "C" __global__ void mgpu_topk_iota(unsigned* positions, u64 n) {
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    positions[i] = (unsigned)i;
+}
+#endif
+
+// out[i] = values[positions[i]].
+#ifdef MGPU_WANT_mgpu_topk_gather
+extern "C" __global__ void mgpu_topk_gather(const V* values, const unsigned* positions, u64 n,
+                                            V* out) {
+  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    out[i] = values[positions[i]];
 }
 #endif
