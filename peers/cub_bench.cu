@@ -31,6 +31,10 @@
 //     stencil3d, with about n nonzeros. segreduce and spmv add geom=<16 hex
 //     digits> to the result line: a checksum of the generated geometry (see
 //     "Segmented reduction and SpMV" below).
+//   segsort-keys segsort-pairs segradix-keys segradix-pairs: the segment-length
+//     distribution, as for segreduce (default fixed-500); they sort the keys of
+//     the sorts within each segment (pairs: u32 values, each key's input
+//     position) and add geom= as segreduce does.
 
 #include <cub/device/device_merge_sort.cuh>
 #include <cub/device/device_partition.cuh>
@@ -38,7 +42,9 @@
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_segmented_radix_sort.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
+#include <cub/device/device_segmented_sort.cuh>
 #include <cub/device/device_select.cuh>
 #include <cub/version.cuh>
 #if __has_include(<cub/device/device_merge.cuh>)
@@ -98,13 +104,15 @@ static void usage_and_exit() {
                "radix-keys radix-pairs radix-pairs-u32 merge\n"
                "         select-if select-flagged partition-if select-if-inplace\n"
                "         unique rle nontrivial-runs reduce-by-key segreduce spmv\n"
+               "         segsort-keys segsort-pairs segradix-keys segradix-pairs\n"
                "  type:  i32 i64 u32 u64 f32 f64 (radix-*: also u8 u16)\n"
                "  n:     element count (>= 1; >= 2 for merge)\n"
                "  reps:  timed repetitions (default 20)\n"
                "  param: select-*, partition-if: percent selected, 0..100 (default 50);\n"
                "         unique, rle, nontrivial-runs, reduce-by-key: mean run length, >= 1 "
                "(default 500);\n"
-               "         segreduce: fixed-L uniform-M powerlaw one empty-M (default fixed-500);\n"
+               "         segreduce, segsort-*, segradix-*: fixed-L uniform-M powerlaw one empty-M\n"
+               "         (default fixed-500);\n"
                "         spmv: random-M powerlaw stencil2d stencil3d (default random-32);\n"
                "         ignored by the others\n");
   std::exit(1);
@@ -1496,6 +1504,136 @@ static Outcome bench_segreduce(int64_t n, int reps, const std::string& spec_s, c
   return o;
 }
 
+// Every segment of a segmented sort's output against the input: keys in
+// order; with values (input positions), each value a position of its own
+// segment, seen once, whose input key is the key beside it, and equal keys in
+// input order (stable); keys alone: each segment holds the multiset of its
+// input keys (fingerprints).
+template <class T>
+static bool check_segsorted(const std::vector<int32_t>& off, const T* d_keys, const uint32_t* d_vals) {
+  const size_t n = static_cast<size_t>(off.back());
+  const std::vector<T> keys = to_host(d_keys, n);
+  std::vector<uint32_t> vals;
+  std::vector<char> seen;
+  if (d_vals) {
+    vals = to_host(d_vals, n);
+    seen.assign(n, 0);
+  }
+  for (size_t j = 0; j + 1 < off.size(); ++j) {
+    const size_t b = static_cast<size_t>(off[j]), e = static_cast<size_t>(off[j + 1]);
+    uint64_t want = 0, got = 0;
+    for (size_t i = b; i < e; ++i) {
+      const T k = keys[i];
+      if (i > b && k < keys[i - 1]) {
+        std::fprintf(stderr, "cub_bench: segment %zu (%zu..%zu) not sorted at index %zu\n", j, b, e, i);
+        return false;
+      }
+      if (d_vals) {
+        const size_t v = vals[i];
+        if (v < b || v >= e || seen[v]) {
+          std::fprintf(stderr, "cub_bench: segment %zu (%zu..%zu): value %zu at index %zu is not a new position of it\n",
+                       j, b, e, v, i);
+          return false;
+        }
+        seen[v] = 1;
+        if (bits_of(k) != bits_of(gen<T>(kStreamInput, static_cast<uint64_t>(v)))) {
+          std::fprintf(stderr, "cub_bench: value at index %zu does not belong to its key\n", i);
+          return false;
+        }
+        if (i > b && !(keys[i - 1] < k) && vals[i - 1] > vals[i]) {
+          std::fprintf(stderr, "cub_bench: segment %zu: equal keys out of input order at index %zu\n", j, i);
+          return false;
+        }
+      } else {
+        want = fingerprint_add(want, gen<T>(kStreamInput, static_cast<uint64_t>(i)));
+        got = fingerprint_add(got, k);
+      }
+    }
+    if (want != got) {
+      std::fprintf(stderr, "cub_bench: segment %zu (%zu..%zu): keys are not a permutation of its input\n", j, b,
+                   e);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Segmented sorts: the keys of the sorts (gen<T>(kStreamInput, i)) sorted
+// within each segment of `spec` (segreduce's geometry), out of place (the input
+// is left as it was, so no restore between runs), by DeviceSegmentedSort's
+// StableSortKeys / StableSortPairs or DeviceSegmentedRadixSort's SortKeys /
+// SortPairs (all bits); pairs carry u32 values, each key's input position (as
+// radix-pairs-u32). CUB reads begin offsets off[0..segs) and end offsets
+// off[1..segs], int32_t. i32 and f32 keys only (exit 3 for the others): each
+// type instantiates DeviceSegmentedSort's many kernels, which would lengthen
+// the harness's build for rows `mgpu bench segsort` does not compare.
+template <class T>
+static Outcome bench_segsort(int64_t n, int reps, const std::string& spec_s, cudaStream_t s, bool radix,
+                             bool pairs) {
+  if constexpr (!std::is_same_v<T, int32_t> && !std::is_same_v<T, float>) {
+    (void)n, (void)reps, (void)spec_s, (void)s, (void)radix, (void)pairs;
+    std::fprintf(stderr, "cub_bench: the segmented sorts take i32 or f32 keys\n");
+    std::printf("unsupported\n");
+    std::exit(3);
+  } else {
+    SegSpec spec;
+    if (!parse_seg_spec(spec_s, spec)) {
+      std::fprintf(stderr, "cub_bench: bad segment distribution '%s'\n", spec_s.c_str());
+      std::exit(1);
+    }
+    if (n > INT_MAX) {
+      std::fprintf(stderr, "cub_bench: segmented sorts take int offsets; n > INT_MAX is unsupported\n");
+      std::printf("unsupported\n");
+      std::exit(3);
+    }
+    GeomHash g;
+    const std::vector<int32_t> off = make_segments(n, spec, g);
+    const int64_t segs = static_cast<int64_t>(off.size()) - 1;
+    DevBuf<T> keys_in(static_cast<size_t>(n)), keys_out(static_cast<size_t>(n));
+    DevBuf<uint32_t> vals_in(pairs ? static_cast<size_t>(n) : 0), vals_out(pairs ? static_cast<size_t>(n) : 0);
+    DevBuf<int32_t> d_off(off.size());
+    CK(cudaMemcpyAsync(d_off.p, off.data(), off.size() * sizeof(int32_t), cudaMemcpyHostToDevice, s));
+    fill(keys_in.p, n, kStreamInput, s);
+    if (pairs) {
+      iota_kernel<<<grid_for(n), 256, 0, s>>>(vals_in.p, n);
+      CK(cudaGetLastError());
+    }
+    const int num_items = static_cast<int>(n);
+    const int num_segments = static_cast<int>(segs);
+    const int32_t* begin = d_off.p;
+    const int32_t* end = d_off.p + 1;
+    constexpr int end_bit = static_cast<int>(sizeof(T) * 8);
+    const auto sort = [&](void* temp, size_t& bytes) -> cudaError_t {
+      if (radix) {
+        if (pairs)
+          return cub::DeviceSegmentedRadixSort::SortPairs(temp, bytes, keys_in.p, keys_out.p, vals_in.p,
+                                                          vals_out.p, num_items, num_segments, begin, end, 0,
+                                                          end_bit, s);
+        return cub::DeviceSegmentedRadixSort::SortKeys(temp, bytes, keys_in.p, keys_out.p, num_items,
+                                                       num_segments, begin, end, 0, end_bit, s);
+      }
+      if (pairs)
+        return cub::DeviceSegmentedSort::StableSortPairs(temp, bytes, keys_in.p, keys_out.p, vals_in.p,
+                                                         vals_out.p, num_items, num_segments, begin, end, s);
+      return cub::DeviceSegmentedSort::StableSortKeys(temp, bytes, keys_in.p, keys_out.p, num_items,
+                                                      num_segments, begin, end, s);
+    };
+    TempStorage tmp;
+    size_t bytes = 0;
+    CK(sort(nullptr, bytes));
+    tmp.allocate(bytes);
+    Outcome o;
+    o.t = time_runs(s, reps, [] {}, [&] {
+      size_t b = tmp.bytes;
+      return sort(tmp.p, b);
+    });
+    CK(cudaStreamSynchronize(s));
+    o.check = check_segsorted<T>(off, keys_out.p, pairs ? vals_out.p : nullptr) ? "ok" : "FAIL";
+    o.extra = " geom=" + g.hex();
+    return o;
+  }
+}
+
 #ifndef CUB_BENCH_NO_CUSPARSE
 #define CKS(call)                                                                        \
   do {                                                                                   \
@@ -1633,7 +1771,11 @@ enum class Algo {
   NontrivialRuns,
   ReduceByKey,
   SegReduce,
-  Spmv
+  Spmv,
+  SegSortKeys,
+  SegSortPairs,
+  SegRadixKeys,
+  SegRadixPairs
 };
 
 // What the optional param means for an algorithm.
@@ -1650,7 +1792,11 @@ static Param param_of(Algo a) {
     case Algo::NontrivialRuns:
     case Algo::ReduceByKey: return Param::RunLength;
     case Algo::SegReduce:
-    case Algo::Spmv: return Param::Spec;
+    case Algo::Spmv:
+    case Algo::SegSortKeys:
+    case Algo::SegSortPairs:
+    case Algo::SegRadixKeys:
+    case Algo::SegRadixPairs: return Param::Spec;
     default: return Param::None;
   }
 }
@@ -1690,6 +1836,10 @@ static Outcome run_algo(Algo a, int64_t n, int reps, uint64_t param, const std::
     case Algo::ReduceByKey: return bench_reduce_by_key<T, NumT>(n, reps, param, s);
     case Algo::SegReduce: return bench_segreduce<T>(n, reps, spec, s);
     case Algo::Spmv: return bench_spmv<T>(n, reps, spec, s);
+    case Algo::SegSortKeys: return bench_segsort<T>(n, reps, spec, s, false, false);
+    case Algo::SegSortPairs: return bench_segsort<T>(n, reps, spec, s, false, true);
+    case Algo::SegRadixKeys: return bench_segsort<T>(n, reps, spec, s, true, false);
+    case Algo::SegRadixPairs: return bench_segsort<T>(n, reps, spec, s, true, true);
   }
   std::printf("unsupported\n");
   std::exit(3);
@@ -1757,6 +1907,10 @@ int main(int argc, char** argv) {
   else if (algo_s == "reduce-by-key") algo = Algo::ReduceByKey;
   else if (algo_s == "segreduce") algo = Algo::SegReduce;
   else if (algo_s == "spmv") algo = Algo::Spmv;
+  else if (algo_s == "segsort-keys") algo = Algo::SegSortKeys;
+  else if (algo_s == "segsort-pairs") algo = Algo::SegSortPairs;
+  else if (algo_s == "segradix-keys") algo = Algo::SegRadixKeys;
+  else if (algo_s == "segradix-pairs") algo = Algo::SegRadixPairs;
   else {
     std::fprintf(stderr, "cub_bench: unknown algo '%s'\n", algo_s.c_str());
     usage_and_exit();
@@ -1773,12 +1927,13 @@ int main(int argc, char** argv) {
   }
   const Param param_kind = param_of(algo);
   uint64_t param = param_kind == Param::Percent ? 50 : param_kind == Param::RunLength ? 500 : 0;
-  std::string spec = algo == Algo::SegReduce ? "fixed-500" : algo == Algo::Spmv ? "random-32" : "";
+  // The Spec algorithms take a segment distribution, but spmv a matrix.
+  std::string spec = algo == Algo::Spmv ? "random-32" : param_kind == Param::Spec ? "fixed-500" : "";
   if (param_kind == Param::Spec) {
     if (argc == 6) spec = argv[5];
     SegSpec seg_spec;
     MatSpec mat_spec;
-    if (algo == Algo::SegReduce ? !parse_seg_spec(spec, seg_spec) : !parse_mat_spec(spec, mat_spec)) {
+    if (algo == Algo::Spmv ? !parse_mat_spec(spec, mat_spec) : !parse_seg_spec(spec, seg_spec)) {
       std::fprintf(stderr, "cub_bench: bad param '%s' for %s\n", spec.c_str(), algo_s.c_str());
       usage_and_exit();
     }

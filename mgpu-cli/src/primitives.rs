@@ -15,6 +15,7 @@ pub(crate) const PRIMITIVES: &[&str] = &[
     "reduce-by-key",
     "segreduce",
     "spmv",
+    "segsort",
 ];
 
 /// `mgpu bench suite`: the headline rows of every primitive (bench/suite.rs); a bench, not a
@@ -30,6 +31,9 @@ pub(crate) const COMPACTION: &[&str] = &["select", "partition", "unique", "rle",
 
 /// CSR segmented reduction and SpMV (bench/segreduce.rs).
 pub(crate) const SEGMENTED: &[&str] = &["segreduce", "spmv"];
+
+/// The segmented sort (bench/segsort.rs).
+pub(crate) const SEGSORT: &str = "segsort";
 
 /// Every element type a bench can run (which of them a primitive supports: [`bench_types`]).
 pub(crate) const TYPES: &[&str] = &["i32", "i64", "u32", "u64", "f32", "f64", "u8", "u16"];
@@ -47,6 +51,7 @@ pub(crate) fn bench_types(primitive: &str) -> (&'static [&'static str], &'static
     match primitive {
         "segreduce" => (WIDE, &["i32"]),
         "spmv" => (&["f32", "f64"], &["f32", "f64"]),
+        SEGSORT => (&["i32", "i64", "u32", "u64", "f32", "f64"], &["i32", "f32"]),
         DIST => (&["i32", "i64", "u32", "u64", "f32", "f64"], &["i32"]),
         "sort" | "radix" => (TYPES, RADIX_TYPES),
         "merge" => (&["i32", "i64", "u32", "u64", "f32", "f64"], WIDE),

@@ -4,8 +4,9 @@
 //! progress bar on stderr.
 //!
 //! This file parses the command line and dispatches; `harness` holds what every bench shares
-//! (timing, inputs, the peer runner, rows); `reduce_scan`, `sort`, `compact` and `segreduce`
-//! measure their families and use only the harness. `suite` (`mgpu bench suite`) picks the
+//! (timing, inputs, the peer runner, rows); `reduce_scan`, `sort`, `compact`, `segreduce` and
+//! `segsort` measure their families and use only the harness (`segsort` also segreduce's segment
+//! generator). `suite` (`mgpu bench suite`) picks the
 //! headline rows of every family, has them measured through this file's dispatch, and writes them
 //! as one Markdown table.
 
@@ -14,12 +15,14 @@ mod dist;
 pub(crate) mod harness;
 mod reduce_scan;
 mod segreduce;
+mod segsort;
 mod sort;
 mod suite;
 
 use crate::output::{self, Record};
 use crate::peers::Peer;
-use crate::primitives::{bench_types, COMPACTION, DIST, PRIMITIVES, SEGMENTED, SUITE, TYPES};
+use crate::primitives::TYPES;
+use crate::primitives::{bench_types, COMPACTION, DIST, PRIMITIVES, SEGMENTED, SEGSORT, SUITE};
 use harness::{Args, KeyDist, Placement, Row, Scaling};
 use mgpu::Context;
 
@@ -49,6 +52,16 @@ DeviceSegmentedReduce::Sum. spmv (y = A * x; f32 and f64; --sizes: log2 of the n
 random rows (mean 32 nonzeros), power-law rows, and the 2-D 5-point and 3-D 7-point Poisson
 stencils, against cuSPARSE's SpMV (CSR_ALG1). Both report the one-shot call (validation and
 partition included) and the apply after a plan, and a memcpy of the same bytes; sizes up to 2^30.
+
+segsort (the segmented sort, stable, Comparator::less, u32 offsets; keys, and pairs with u32
+values; i32 and f32 unless --types names others of i32, i64, u32, u64, f32, f64; 2^26 items
+unless --sizes) runs the segment lengths of segreduce but uniform (fixed 1, 2, 20, 500, 5000,
+power-law, one segment, 50% empty) against CUB's DeviceSegmentedSort::StableSortKeys and
+StableSortPairs (cub_ms, vs_cub) and DeviceSegmentedRadixSort::SortKeys and SortPairs (radix_ms,
+vs_radx) on the same keys and segments, and a memcpy of the same bytes; the one-segment rows also
+time mgpu's own whole-array sort and sort_pairs of the same data (own_ms; seg/own = mgpu_ms /
+own_ms). Each row is checked against the CPU backend's segmented sort before the timing, and every
+timed run sorts the unsorted input, restored outside the timing.
 
 dist (mgpu::dist; i32 by default; 2^28 items unless --sizes) runs the distributed sort (keys, and
 pairs with u32 values), scan and reduce against the single-context call on rank 0's device, for
@@ -87,12 +100,13 @@ pub struct BenchArgs {
     ))]
     primitive: String,
     /// Sizes, log2 of the element count: A..B or one A (at most 32) [default: 16..28; 24 with
-    /// --quick; suite: its two ends, default 24..28]
+    /// --quick; segsort: 26; suite: its two ends, default 24..28]
     #[arg(long, value_name = "A..B", value_parser = parse_sizes)]
     sizes: Option<std::ops::RangeInclusive<u32>>,
     /// Element types, comma-separated (default i32,i64,f32,f64; u8,u16,i32,u32,f32,i64,u64,f64
     /// for sort and radix, whose merge rows take i32,i64,f32,f64 of them; i32,i64 for the
-    /// compaction family; i32 for segreduce; f32,f64 for spmv); also u32, u64, and u8, u16 for
+    /// compaction family; i32 for segreduce; i32,f32 for segsort; f32,f64 for spmv); also u32,
+    /// u64, and u8, u16 for
     /// reduce, scan, sort and radix (no CUB peer for those two but its radix sort)
     #[arg(
         long,
@@ -193,6 +207,7 @@ impl From<BenchArgs> for Args {
             (true, _) => (24..=24, 10),
             (false, DIST) => (28..=28, 10),
             (false, SUITE) => (24..=28, 20),
+            (false, SEGSORT) => (26..=26, 20),
             (false, _) => (16..=28, 20),
         };
         Args {
@@ -340,6 +355,9 @@ fn measure(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Record>, 
     }
     if SEGMENTED.contains(&a.primitive.as_str()) {
         return segreduce::run(ctx, a, peer);
+    }
+    if a.primitive == SEGSORT {
+        return segsort::run(ctx, a, peer);
     }
     harness::print_header(a.primitive == "sort" || a.primitive == "radix");
     let rows = if COMPACTION.contains(&a.primitive.as_str()) {

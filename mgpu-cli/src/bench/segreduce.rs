@@ -30,7 +30,7 @@ const STREAM_X: u64 = 10;
 const MAX_LOG2: u32 = 30;
 
 /// The geometry checksum the harness prints as `geom=`: FNV-1a over 64-bit words.
-struct GeomHash(u64);
+pub(crate) struct GeomHash(u64);
 
 impl GeomHash {
     fn new() -> Self {
@@ -40,14 +40,15 @@ impl GeomHash {
         self.0 ^= w;
         self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    fn hex(&self) -> String {
+    pub(crate) fn hex(&self) -> String {
         format!("{:016x}", self.0)
     }
 }
 
-/// A segment-length distribution; `spec()` is the harness's name for it.
+/// A segment-length distribution; `spec()` is the harness's name for it (bench/segsort.rs runs
+/// them too).
 #[derive(Clone, Copy, Debug)]
-enum SegDist {
+pub(crate) enum SegDist {
     /// Every segment `L` long (the last one what is left).
     Fixed(u64),
     /// Lengths uniform in 1..=2M-1 (mean M).
@@ -75,7 +76,7 @@ const SEG_DISTS: &[SegDist] = &[
 ];
 
 impl SegDist {
-    fn spec(self) -> String {
+    pub(crate) fn spec(self) -> String {
         match self {
             SegDist::Fixed(l) => format!("fixed-{l}"),
             SegDist::Uniform(m) => format!("uniform-{m}"),
@@ -85,7 +86,7 @@ impl SegDist {
         }
     }
 
-    fn support_empty(self) -> bool {
+    pub(crate) fn support_empty(self) -> bool {
         matches!(self, SegDist::Empty(_))
     }
 
@@ -114,7 +115,7 @@ impl SegDist {
 }
 
 /// Segment starts over `n` values, then `n` (num_segments + 1 entries), and their checksum.
-fn segments(n: u64, dist: SegDist) -> (Vec<u32>, GeomHash) {
+pub(crate) fn segments(n: u64, dist: SegDist) -> (Vec<u32>, GeomHash) {
     let mut offsets = Vec::new();
     let (mut pos, mut i) = (0u64, 0u64);
     while pos < n {
@@ -444,7 +445,7 @@ fn err(e: mgpu::Error) -> String {
 
 /// The median time of a device memcpy that reads and writes `bytes` in all (half each way), so
 /// its time ratio to a primitive moving `bytes` is the ratio of their bandwidths.
-fn memcpy_ms(ctx: &Context, bytes: f64, reps: usize) -> Result<f64, String> {
+pub(crate) fn memcpy_ms(ctx: &Context, bytes: f64, reps: usize) -> Result<f64, String> {
     let words = ((bytes / 8.0) as usize).max(1);
     let src = ctx.zeros::<u32>(words).map_err(err)?;
     let mut dst = ctx.zeros::<u32>(words).map_err(err)?;

@@ -132,11 +132,12 @@ impl KernelFamily for SegSort {
 }
 
 /// The tuning family of a segmented sort and the size of its packed tile's elements: the key,
-/// its segment number (4 bytes) and the value.
+/// its segment number (2 bytes for keys of 1 or 2, else 4) and the value.
 pub fn tuning_family(mode: SortValues, key_size: usize, value_size: usize) -> (Family, usize) {
+    let composite = key_size + if key_size <= 2 { 2 } else { 4 };
     match mode {
-        SortValues::None => (Family::SortKeys, key_size + 4),
-        _ => (Family::SortPairs, key_size + 4 + value_size),
+        SortValues::None => (Family::SortKeys, composite),
+        _ => (Family::SortPairs, composite + value_size),
     }
 }
 

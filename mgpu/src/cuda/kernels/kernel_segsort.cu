@@ -75,9 +75,24 @@ extern "C" __global__ void mgpu_segsort_tiles(const O* offsets, u64 num_segments
 }
 #endif
 
-// A key and its segment within the tile: ordered by segment, then by the key.
+// A key and its segment within the tile: ordered by segment, then by the key. The segment
+// number of a 1- or 2-byte key takes 2 bytes (a tile holds fewer than 2^16 keys), so that the
+// pair fits one word: wider, the short kernel spilled at 80 registers.
+template <int KEY_BYTES>
+struct SegNumberOf {
+  typedef unsigned type;
+};
+template <>
+struct SegNumberOf<1> {
+  typedef unsigned short type;
+};
+template <>
+struct SegNumberOf<2> {
+  typedef unsigned short type;
+};
+static_assert(sizeof(K) > 2 || MGPU_NV < 65536, "2-byte segment numbers");
 struct SegKey {
-  unsigned segment;
+  typename SegNumberOf<sizeof(K)>::type segment;
   K key;
 };
 struct SegComp {
@@ -149,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   for (int i = 0; i < MGPU_VT; ++i) {
     int j = min(at + i, MGPU_NV - 1);
     segment += j < n && j > 0 ? s.heads[j] : 0;
-    k[i].segment = (unsigned)segment;
+    k[i].segment = segment;
     k[i].key = s.raw[j];
 #if MGPU_VALUES
     v[i] = s.values[j];
