@@ -17,11 +17,15 @@ python3 -c 'import torch; print("NCCL", torch.cuda.nccl.version())' > "$out/nccl
 .gpu/tests/dist-test 2>&1 | tee "$out/dist-test.txt" || status=1
 # 2. One process per GPU, torchrun-style, through the rendezvous file: the example checks every
 #    result against one context.
-torchrun --nproc-per-node "$gpus" .gpu/bin/dist 2>&1 | tee "$out/torchrun.txt" || status=1
+torchrun --no-python --nproc-per-node "$gpus" .gpu/bin/dist 2>&1 | tee "$out/torchrun.txt" || status=1
 # 3. The bench: strong scaling with 2^30 keys in all, weak with 2^28 per GPU; sort keys and pairs
 #    (i32, i64), scan and reduce (i32 and i64 alike); the exchange against NCCL's all-to-all.
 .gpu/bin/mgpu bench dist --placement gpus --ranks "$ranks" --scaling strong --sizes 30 \
     --types i32,i64 2>&1 | tee "$out/strong.txt" || status=1
 .gpu/bin/mgpu bench dist --placement gpus --ranks "$ranks" --scaling weak --sizes 28 \
     --types i32,i64 2>&1 | tee "$out/weak.txt" || status=1
+# 4. NCCL's all-to-all alone through PyTorch, at the bytes a rank sends in the bench's sorts (1,
+#    2 and 4 GiB per rank): an outside ceiling beside the communicator's own a2a row.
+torchrun --nproc-per-node "$gpus" scripts/nccl_all_to_all.py 1073741824 2147483648 4294967296 \
+    2>&1 | tee "$out/nccl-all-to-all.txt" || status=1
 exit $status

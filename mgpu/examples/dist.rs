@@ -5,7 +5,7 @@
 //! - one process per GPU, started by torchrun (the NCCL unique id goes through a rendezvous
 //!   file; `MGPU_RENDEZVOUS` names it when the ranks span hosts):
 //!   `cargo build --release -p mgpu --example dist`, then
-//!   `torchrun --nproc-per-node 2 target/release/examples/dist`;
+//!   `torchrun --no-python --nproc-per-node 2 target/release/examples/dist`;
 //! - one process driving every GPU of the host through NCCL, when it has several:
 //!   `cargo run --release -p mgpu --example dist`;
 //! - otherwise two ranks on streams of the one GPU, or on the CPU (`MGPU_BACKEND=cpu`).

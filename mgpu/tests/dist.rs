@@ -302,6 +302,36 @@ fn every_gpu_through_nccl() {
     }
 }
 
+/// Buffers of two GPUs used from one thread, one after the other: each call works on its own
+/// GPU's context whichever the thread used last (a torchrun rank's process that also opens
+/// GPU 0, as the example does, failed its downloads with CUDA_ERROR_INVALID_VALUE).
+#[test]
+fn buffers_of_two_gpus_on_one_thread() {
+    if mgpu::cuda::device_count() < 2 {
+        let required = std::env::var("MGPU_REQUIRE_MULTI_GPU").as_deref() == Ok("1");
+        assert!(!required, "MGPU_REQUIRE_MULTI_GPU=1: fewer than 2 GPUs");
+        eprintln!("skipped: fewer than 2 GPUs");
+        return;
+    }
+    let (a, b) = (
+        Context::cuda_device(1).unwrap(),
+        Context::cuda_device(0).unwrap(),
+    );
+    let data: Vec<u32> = (0..1000).map(|i| i * 7 % 113).collect();
+    let mut on_a = a.upload(&data).unwrap();
+    let mut on_b = b.upload(&data).unwrap();
+    for _ in 0..2 {
+        a.sort(&mut on_a, &Comparator::less()).unwrap();
+        b.sort(&mut on_b, &Comparator::less()).unwrap();
+        let mut copy = a.zeros::<u32>(data.len()).unwrap();
+        a.copy(&on_a, &mut copy).unwrap();
+        let (from_a, from_b) = (copy.to_vec().unwrap(), on_b.to_vec().unwrap());
+        let mut want = data.clone();
+        want.sort();
+        assert_eq!((from_a, from_b), (want.clone(), want));
+    }
+}
+
 /// Bad input on one rank: every rank's call returns an error (the bad rank its own, the others
 /// RankFailed naming it), nothing hangs, and the group works afterwards.
 #[test]

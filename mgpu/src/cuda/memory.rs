@@ -14,11 +14,18 @@ pub(crate) struct DeviceMem {
 }
 
 impl Gpu {
-    /// `bytes` (> 0) of uninitialized stream-ordered memory, only to be used on this GPU's stream.
-    pub(crate) fn alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
+    /// Makes this GPU's context the thread's current one: the driver's stream calls below fail
+    /// (CUDA_ERROR_INVALID_VALUE) on a stream of another context than the current, which is
+    /// whatever context the thread used last (another GPU's, in a process that drives several).
+    fn bind(&self) -> Result<()> {
         self.ctx
             .bind_to_thread()
-            .map_err(driver("binding the context"))?;
+            .map_err(driver("binding the context"))
+    }
+
+    /// `bytes` (> 0) of uninitialized stream-ordered memory, only to be used on this GPU's stream.
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
+        self.bind()?;
         // SAFETY: the stream is live; the memory is only used on this stream (all work of a
         // Context is queued on its one stream).
         unsafe { result::malloc_async(self.stream.cu_stream(), bytes) }
@@ -27,7 +34,7 @@ impl Gpu {
 
     /// Frees memory from `alloc` after the work queued before on the stream (0: nothing to do).
     pub(crate) fn free(&self, ptr: sys::CUdeviceptr) {
-        if ptr != 0 {
+        if ptr != 0 && self.bind().is_ok() {
             // SAFETY: the pointer came from malloc_async (or a leaked cudarc slice) in this context
             // and its owner frees it once, after all work queued before on the stream.
             let _ = unsafe { result::free_async(ptr, self.stream.cu_stream()) };
@@ -45,6 +52,7 @@ impl Gpu {
         if bytes == 0 {
             return Ok(());
         }
+        self.bind()?;
         // SAFETY: the callers pass a range inside a live allocation (checked by DeviceMem, or the
         // look-back scratch's own allocation of at least `bytes`).
         unsafe { result::memset_d8_async(ptr, byte, bytes, self.stream.cu_stream()) }
@@ -149,6 +157,7 @@ impl Gpu {
         if data.is_empty() {
             return Ok(());
         }
+        self.bind()?;
         // SAFETY: the destination range is inside a live allocation (the callers' bounds checks);
         // a pageable source is staged by the driver before the call returns, so `data` need not
         // outlive it.
@@ -162,6 +171,7 @@ impl Gpu {
         if out.is_empty() {
             return Ok(());
         }
+        self.bind()?;
         // SAFETY: the source range is inside a live allocation (the callers' bounds checks); the
         // stream is synchronized before `out` is read or released.
         unsafe { result::memcpy_dtoh_async(out, src, self.stream.cu_stream()) }
@@ -203,6 +213,7 @@ impl Gpu {
             WidthInBytes: size,
             Height: out.len(),
         };
+        self.bind()?;
         // SAFETY: rows `src + i * stride .. + size` lie inside a live allocation (the callers'
         // bounds checks), and `packed` holds `Height` rows of `size` bytes; both stay alive
         // until the download below has synchronized the stream.
@@ -222,6 +233,7 @@ impl Gpu {
         if bytes == 0 {
             return Ok(());
         }
+        self.bind()?;
         // SAFETY: both ranges lie inside live allocations of this context (the callers' checks).
         unsafe { result::memcpy_dtod_async(dst, src, bytes, self.stream.cu_stream()) }
             .map_err(driver("copying device to device"))
