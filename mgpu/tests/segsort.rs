@@ -41,9 +41,13 @@ enum Dist {
     ManyTiles,
 }
 
-const DISTS: [Dist; 12] = [
+const DISTS: [Dist; 15] = [
     Dist::Fixed(1),
     Dist::Fixed(2),
+    // The tiles of segments of at most 8 keys place each key by its rank: the edge, and mixed.
+    Dist::Fixed(8),
+    Dist::Fixed(9),
+    Dist::Uniform(4),
     Dist::Fixed(20),
     Dist::Fixed(500),
     Dist::Fixed(5000),

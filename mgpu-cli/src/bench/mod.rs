@@ -58,9 +58,9 @@ values; i32 and f32 unless --types names others of i32, i64, u32, u64, f32, f64;
 unless --sizes) runs the segment lengths of segreduce but uniform (fixed 1, 2, 20, 500, 5000,
 power-law, one segment, 50% empty) against CUB's DeviceSegmentedSort::StableSortKeys and
 StableSortPairs (cub_ms, vs_cub) and DeviceSegmentedRadixSort::SortKeys and SortPairs (radix_ms,
-vs_radx) on the same keys and segments, and a memcpy of the same bytes; the one-segment rows also
-time mgpu's own whole-array sort and sort_pairs of the same data (own_ms; seg/own = mgpu_ms /
-own_ms). Each row is checked against the CPU backend's segmented sort before the timing, and every
+vs_radx; up to 2^22 segments, past which it takes seconds a call) on the same keys and segments,
+and a memcpy of the same bytes; the one-segment rows also time mgpu's own whole-array sort and
+sort_pairs of the same data (own_ms; seg/own = mgpu_ms / own_ms). Each row is checked against the CPU backend's segmented sort before the timing, and every
 timed run sorts the unsorted input, restored outside the timing.
 
 dist (mgpu::dist; i32 by default; 2^28 items unless --sizes) runs the distributed sort (keys, and

@@ -132,9 +132,10 @@ impl KernelFamily for SegSort {
 }
 
 /// The tuning family of a segmented sort and the size of its packed tile's elements: the key,
-/// its segment number (2 bytes for keys of 1 or 2, else 4) and the value.
+/// its segment number and the value. (Keys of 1 or 2 bytes take a 2-byte segment number, but are
+/// tuned as if it took 4: the 3- and 4-byte class's tiles spill in the segmented kernels.)
 pub fn tuning_family(mode: SortValues, key_size: usize, value_size: usize) -> (Family, usize) {
-    let composite = key_size + if key_size <= 2 { 2 } else { 4 };
+    let composite = key_size + 4;
     match mode {
         SortValues::None => (Family::SortKeys, composite),
         _ => (Family::SortPairs, composite + value_size),

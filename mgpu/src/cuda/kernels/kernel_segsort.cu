@@ -118,6 +118,27 @@ struct SegStorage {
   CtaScanStorageOf<int> scan;
 };
 
+// Tiles whose segments all hold at most SEG_RANK keys skip the tile sort: each key goes straight
+// to its rank within its segment.
+#define SEG_RANK 8
+
+// The segment around tile position j, [start, end), found from the heads; false when it holds more
+// than SEG_RANK keys. Position 0 starts a segment (or the tile's piece of a long one).
+__device__ __forceinline__ bool rank_segment(const unsigned char* heads, int n, int j, int& start,
+                                             int& end) {
+  start = j;
+  while (start > 0 && !heads[start]) {
+    if (j - start + 1 >= SEG_RANK) return false;
+    --start;
+  }
+  end = j + 1;
+  while (end < n && !heads[end]) {
+    if (end - start >= SEG_RANK) return false;
+    ++end;
+  }
+  return true;
+}
+
 #ifdef MGPU_WANT_mgpu_segsort_short
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_segsort_short(K* keys, V* values, const O* offsets, u64 num_segments,
@@ -149,6 +170,36 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     s.heads[o - base] = 1;
   }
   __syncthreads();
+
+  // Segments of at most SEG_RANK keys: each key's rank within its segment counts the keys before
+  // it in the order, ties in input order; a key already in its place is not written (a tile of
+  // one-key segments writes nothing). Far fewer steps per key than the tile sort's.
+  // Loops not unrolled: the 1- and 2-byte keys' tiles run at 40 registers.
+  bool too_long = false;
+#pragma unroll 1
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int j = i * MGPU_NT + tid, start, end;
+    if (j < n) too_long |= !rank_segment(s.heads, n, j, start, end);
+  }
+  if (!__syncthreads_or(too_long)) {
+    Comp comp;
+#pragma unroll 1
+    for (int i = 0; i < MGPU_VT; ++i) {
+      int j = i * MGPU_NT + tid, start, end;
+      if (j >= n) continue;
+      rank_segment(s.heads, n, j, start, end);
+      K key = s.raw[j];
+      int rank = start;
+      for (int t = start; t < end; ++t) rank += t < j ? !comp(key, s.raw[t]) : comp(s.raw[t], key);
+      if (rank != j) {
+        keys[base + rank] = key;
+#if MGPU_VALUES
+        values[base + rank] = s.values[j];
+#endif
+      }
+    }
+    return;
+  }
 
   // Each thread's VT consecutive keys, numbered by segment: heads before the thread's keys (a
   // CTA scan of the per-thread counts), then along them.
