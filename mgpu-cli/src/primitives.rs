@@ -26,6 +26,10 @@ pub(crate) const SUITE: &str = "suite";
 /// of primitives already listed, not a kernel family.
 pub(crate) const DIST: &str = "dist";
 
+/// `mgpu bench topk`: top-k, whole and per row (bench/topk.rs); a bench of the segmented sort's
+/// family (its `mgpu_topk_*` kernels), not a family of its own.
+pub(crate) const TOPK: &str = "topk";
+
 /// Those of the compaction family (bench/compact.rs).
 pub(crate) const COMPACTION: &[&str] = &["select", "partition", "unique", "rle", "reduce-by-key"];
 
@@ -52,6 +56,7 @@ pub(crate) fn bench_types(primitive: &str) -> (&'static [&'static str], &'static
         "segreduce" => (WIDE, &["i32"]),
         "spmv" => (&["f32", "f64"], &["f32", "f64"]),
         SEGSORT => (&["i32", "i64", "u32", "u64", "f32", "f64"], &["i32", "f32"]),
+        TOPK => (&["i32", "i64", "u32", "u64", "f32", "f64"], &["f32"]),
         DIST => (&["i32", "i64", "u32", "u64", "f32", "f64"], &["i32"]),
         "sort" | "radix" => (TYPES, RADIX_TYPES),
         "merge" => (&["i32", "i64", "u32", "u64", "f32", "f64"], WIDE),

@@ -4,11 +4,10 @@
 //! progress bar on stderr.
 //!
 //! This file parses the command line and dispatches; `harness` holds what every bench shares
-//! (timing, inputs, the peer runner, rows); `reduce_scan`, `sort`, `compact`, `segreduce` and
-//! `segsort` measure their families and use only the harness (`segsort` also segreduce's segment
-//! generator). `suite` (`mgpu bench suite`) picks the
-//! headline rows of every family, has them measured through this file's dispatch, and writes them
-//! as one Markdown table.
+//! (timing, inputs, the peer runner, rows); `reduce_scan`, `sort`, `compact`, `segreduce`,
+//! `segsort` and `topk` measure their families and use only the harness (`segsort` and `topk` also
+//! segreduce's segment generator). `suite` (`mgpu bench suite`) picks the headline rows of every
+//! family, has them measured through this file's dispatch, and writes them as one Markdown table.
 
 mod compact;
 mod dist;
@@ -18,11 +17,14 @@ mod segreduce;
 mod segsort;
 mod sort;
 mod suite;
+mod topk;
 
 use crate::output::{self, Record};
 use crate::peers::Peer;
 use crate::primitives::TYPES;
-use crate::primitives::{bench_types, COMPACTION, DIST, PRIMITIVES, SEGMENTED, SEGSORT, SUITE};
+use crate::primitives::{
+    bench_types, COMPACTION, DIST, PRIMITIVES, SEGMENTED, SEGSORT, SUITE, TOPK,
+};
 use harness::{Args, KeyDist, Placement, Row, Scaling};
 use mgpu::Context;
 
@@ -63,6 +65,12 @@ and a memcpy of the same bytes; the one-segment rows also time mgpu's own whole-
 sort_pairs of the same data (own_ms; seg/own = mgpu_ms / own_ms). Each row is checked against the CPU backend's segmented sort before the timing, and every
 timed run sorts the unsorted input, restored outside the timing.
 
+topk (f32 unless --types names others of i32, i64, u32, u64, f32, f64; 2^27 and 2^28 items
+unless --sizes) runs top_k of the whole array and segmented_top_k of rows of 128, 1024, 4096 and
+32768 keys, for k = 1, 8, 64, 1024 (the k smallest, sorted), against CUB's DeviceRadixSort of the
+whole array and DeviceSegmentedSort::StableSortKeys of every row (i32 and f32) on the same keys,
+whose take of k keys a row is not timed; each row checked against the CPU backend's sort first.
+
 dist (mgpu::dist; i32 by default; 2^28 items unless --sizes) runs the distributed sort (keys, and
 pairs with u32 values), scan and reduce against the single-context call on rank 0's device, for
 each rank count of --ranks (default 1,2): strong scaling (2^S items in all) and weak (2^S per
@@ -94,13 +102,13 @@ stderr when it is a terminal.";
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// The primitive to measure; `suite`: the headline rows of every primitive; `dist`: sort,
-    /// scan and reduce across ranks
+    /// scan and reduce across ranks; `topk`: top-k, whole and per row
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(
-        PRIMITIVES.iter().copied().chain([SUITE, DIST])
+        PRIMITIVES.iter().copied().chain([SUITE, DIST, TOPK])
     ))]
     primitive: String,
     /// Sizes, log2 of the element count: A..B or one A (at most 32) [default: 16..28; 24 with
-    /// --quick; segsort: 26; suite: its two ends, default 24..28]
+    /// --quick; segsort: 26; topk: 27..28; suite: its two ends, default 24..28]
     #[arg(long, value_name = "A..B", value_parser = parse_sizes)]
     sizes: Option<std::ops::RangeInclusive<u32>>,
     /// Element types, comma-separated (default i32,i64,f32,f64; u8,u16,i32,u32,f32,i64,u64,f64
@@ -208,6 +216,7 @@ impl From<BenchArgs> for Args {
             (false, DIST) => (28..=28, 10),
             (false, SUITE) => (24..=28, 20),
             (false, SEGSORT) => (26..=26, 20),
+            (false, TOPK) => (27..=28, 20),
             (false, _) => (16..=28, 20),
         };
         Args {
@@ -358,6 +367,9 @@ fn measure(ctx: &Context, a: &Args, peer: Option<&Peer>) -> Result<Vec<Record>, 
     }
     if a.primitive == SEGSORT {
         return segsort::run(ctx, a, peer);
+    }
+    if a.primitive == TOPK {
+        return topk::run(ctx, a, peer);
     }
     harness::print_header(a.primitive == "sort" || a.primitive == "radix");
     let rows = if COMPACTION.contains(&a.primitive.as_str()) {
