@@ -330,9 +330,8 @@ impl Comm {
 
     /// Waits for the work queued so far on the stream, at most `timeout`; past it, or on an
     /// asynchronous NCCL error, aborts the communicator (so that no rank hangs) and fails.
-    /// Polls without sleeping for the first [`SPIN`], then sleeps between polls: a sleep of
-    /// 20 us wakes 50 us or more later, and doubling sleeps overshot a wait of a few
-    /// milliseconds (a local sort, an exchange) by as much again.
+    /// Polls without sleeping for the first [`SPIN`], then sleeps between polls: sleeps that
+    /// doubled from 20 us saw the end of a 12.6 ms local sort at about 15 ms (2 H100s).
     pub(crate) fn wait(&self, call: &'static str, rank: usize, timeout: Duration) -> Result<()> {
         let api = self.usable()?;
         let event = self

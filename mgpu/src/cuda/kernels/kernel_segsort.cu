@@ -174,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   // Segments of at most SEG_RANK keys: each key's rank within its segment counts the keys before
   // it in the order, ties in input order; a key already in its place is not written (a tile of
   // one-key segments writes nothing). Far fewer steps per key than the tile sort's.
-  // Loops not unrolled: the 1- and 2-byte keys' tiles run at 40 registers.
+  // The loops stay rolled: their trip counts vary, and unrolled they spilled at 40 registers.
   bool too_long = false;
 #pragma unroll 1
   for (int i = 0; i < MGPU_VT; ++i) {
