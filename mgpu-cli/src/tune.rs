@@ -16,7 +16,7 @@
 use crate::bench::harness::{label, type_size};
 use crate::instantiations::candidate;
 use crate::output::{self, Progress};
-use crate::primitives::{bench_types, PRIMITIVES, TYPES};
+use crate::primitives::{bench_types, PRIMITIVES, SEGSORT, TYPES};
 use mgpu::cuda::family::Part;
 use mgpu::cuda::jit;
 use mgpu::cuda::occupancy::{theoretical, SmLimits};
@@ -320,6 +320,15 @@ fn score(target: &Target, rows: &[Measured]) -> Option<f64> {
 }
 
 pub fn run(a: TuneArgs) -> Result<(), String> {
+    if a.primitive == SEGSORT {
+        // Its tiles take the merge sort's entries (sort_keys and sort_pairs, by the size of a key,
+        // its segment number and its value): a sweep here would write over another sort's.
+        return Err(
+            "tune: the segmented sort runs the merge sort's tunings (sort_keys, sort_pairs) of \
+             its key's size plus 4 bytes; tune `sort` for them"
+                .into(),
+        );
+    }
     let ty =
         a.ty.clone()
             .unwrap_or_else(|| if a.primitive == "spmv" { "f32" } else { "i32" }.into());

@@ -377,6 +377,16 @@ fn bench_suite_writes_one_markdown_table() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `tune segsort` says which tunings the segmented sort runs, and sweeps nothing (its tiles share
+/// the merge sort's entries, which a sweep would write over).
+#[test]
+fn tune_segsort_points_to_the_merge_sort() {
+    let o = mgpu(&["tune", "segsort", "--cpu", "--size", "10", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("tune `sort`"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("NT="), "{}", stdout(&o));
+}
+
 /// `tune radix` sweeps NT >= 256 only (a thread per digit bin).
 #[test]
 fn tune_radix_sweeps_the_radix_families() {
