@@ -255,6 +255,14 @@ pub(crate) fn rand_bits(stream: u64, i: u64) -> u64 {
     mix64(start.wrapping_add((i + 1).wrapping_mul(GAMMA)))
 }
 
+/// The first position where `got` and `want` differ (or their lengths do).
+pub(crate) fn first_difference<T: PartialEq>(got: &[T], want: &[T]) -> Option<usize> {
+    if got.len() != want.len() {
+        return Some(got.len().min(want.len()));
+    }
+    got.iter().zip(want).position(|(g, w)| g != w)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]

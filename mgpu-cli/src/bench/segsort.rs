@@ -13,7 +13,7 @@
 //! the timed region (CUB sorts out of place and leaves its input as it was).
 
 use super::harness::{self, rand_bits, report_first_use, time_with_setup, Args, BenchElement};
-use super::harness::{label, PeerParam};
+use super::harness::{first_difference, label, PeerParam};
 use super::segreduce::{memcpy_ms, segments, SegDist};
 use crate::output::{self, Record};
 use crate::peers::Peer;
@@ -200,14 +200,6 @@ fn tuning<T: BenchElement>(arch: u32, mode: Mode) -> String {
 /// The offsets, with empty segments allowed where the input has them.
 fn csr(offsets: &Buffer<u32>, support_empty: bool) -> Csr<'_, u32> {
     Csr::new(offsets).with_empty(support_empty)
-}
-
-/// The first position where `got` and `want` differ (or their lengths do).
-fn first_difference<T: PartialEq>(got: &[T], want: &[T]) -> Option<usize> {
-    if got.len() != want.len() {
-        return Some(got.len().min(want.len()));
-    }
-    got.iter().zip(want).position(|(g, w)| g != w)
 }
 
 /// Fails loudly where `got` (keys, then values) is not `want`, naming the position and its

@@ -10,7 +10,8 @@
 //! Every row is checked against the first k keys of the CPU backend's stable sort of the same
 //! input (per row: its segmented sort) before the timing.
 
-use super::harness::{self, rand_bits, report_first_use, time, Args, BenchElement, PeerParam};
+use super::harness::{self, first_difference, rand_bits, report_first_use, time, Args};
+use super::harness::{BenchElement, PeerParam};
 use super::segreduce::{memcpy_ms, segments, SegDist};
 use crate::output::{self, Record};
 use crate::peers::Peer;
@@ -101,14 +102,6 @@ fn print_line(l: &Line) {
 
 fn err(e: mgpu::Error) -> String {
     e.to_string()
-}
-
-/// The first position where `got` and `want` differ.
-fn first_difference<T: PartialEq>(got: &[T], want: &[T]) -> Option<usize> {
-    if got.len() != want.len() {
-        return Some(got.len().min(want.len()));
-    }
-    got.iter().zip(want).position(|(g, w)| g != w)
 }
 
 /// Fails where `got` is not `want`, naming the position.
