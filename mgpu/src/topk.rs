@@ -338,7 +338,7 @@ impl Context {
             cols: None,
             x_len: 0,
         };
-        self.check_segments(call, &segs, bounds, &check_tuning)?;
+        let (_, longest) = self.check_segments_longest(call, &segs, bounds, &check_tuning)?;
         if count == 0 || k == 0 {
             return Ok(());
         }
@@ -379,6 +379,7 @@ impl Context {
                     offsets,
                     num_segments: segs.offsets.len() as u64,
                     count: count as u64,
+                    longest,
                 };
                 gpu.ordered(&homes, || {
                     gpu_topk::segmented_top_k::<K, O>(

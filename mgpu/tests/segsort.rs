@@ -41,13 +41,16 @@ enum Dist {
     ManyTiles,
 }
 
-const DISTS: [Dist; 15] = [
+const DISTS: [Dist; 17] = [
     Dist::Fixed(1),
     Dist::Fixed(2),
-    // The tiles of segments of at most 8 keys place each key by its rank: the edge, and mixed.
-    Dist::Fixed(8),
-    Dist::Fixed(9),
+    // The tiles of segments of at most 64 keys place each key by its rank: mixed lengths, the
+    // edge, and mixed lengths across it.
     Dist::Uniform(4),
+    Dist::Fixed(64),
+    Dist::Fixed(65),
+    Dist::Uniform(40),
+    Dist::Uniform(60),
     Dist::Fixed(20),
     Dist::Fixed(500),
     Dist::Fixed(5000),

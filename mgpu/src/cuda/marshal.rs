@@ -53,22 +53,23 @@ fn gpu_checks<O: Offset>(segs: &Segments<'_, O>, bounds: Bounds<'_>) -> Checks {
 }
 
 /// The GPU's validation of a geometry (and sources, columns): one kernel and one read-back; the
-/// error for the first bad index, else whether some segment is empty.
+/// error for the first bad index, else whether some segment is empty and the longest's length.
 pub(crate) fn validate<O: Offset>(
     gpu: &Arc<Gpu>,
     name: &'static str,
     segs: &Segments<'_, O>,
     bounds: Bounds<'_>,
     tuning: &Tuning,
-) -> Result<bool> {
+) -> Result<(bool, u64)> {
     let checks = gpu_checks(segs, bounds);
     let mut homes = homes_of(segs);
     homes.extend(bounds.cols.and_then(|c| c.at.device()).map(|d| d.0));
-    let bad = gpu.ordered(&homes, || {
+    let found = gpu.ordered(&homes, || {
         let bad = device::launch_validation(gpu, &geometry(segs), &checks, tuning)?;
         device::read_validation(gpu, bad.as_ref())
     })?;
-    validation_result(gpu, name, segs, bad, bounds)
+    let has_empty = validation_result(gpu, name, segs, found.bad, bounds)?;
+    Ok((has_empty, found.longest))
 }
 
 /// The GPU validation's findings as `check_segments` returns them: the error for the first bad
@@ -236,7 +237,7 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
     })?;
     if deferred {
         let found = device::read_validation(gpu, bad.as_ref())?;
-        validation_result(gpu, name, segs, found, bounds)?;
+        validation_result(gpu, name, segs, found.bad, bounds)?;
     }
     Ok(())
 }

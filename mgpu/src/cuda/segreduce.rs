@@ -445,6 +445,14 @@ pub(crate) struct Checks {
 /// columns; then the first empty segment (`None`: every segment has a position).
 pub(crate) type Bad = [Option<u64>; 4];
 
+/// What validation found: the first bad index of each check, and the longest segment's length
+/// (meaningful when no offset is bad).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Findings {
+    pub bad: Bad,
+    pub longest: u64,
+}
+
 /// The tiles' variant. Direct SpMV gathers lane-strided where rows are longer on average than a
 /// thread's VT items: a warp's load instruction then reads consecutive nonzeros of one row, whose
 /// sorted columns share cache lines where the row is locally dense (power-law rows). With 4-byte
@@ -494,8 +502,8 @@ pub(crate) fn launch_validation(
         return Ok(None);
     }
     let module = helper_module(gpu, geometry, tuning)?;
-    let bad = DeviceMem::alloc(gpu, 32)?;
-    gpu.memset(bad.ptr, 0xff, 32)?; // no bad index yet
+    let bad = DeviceMem::alloc(gpu, 40)?;
+    gpu.memset(bad.ptr, 0xff, 40)?; // no bad index yet, no segment longer than 0
     let block = 256u32;
     let grid = work.div_ceil(block as u64).min(gpu.sm_count as u64 * 8) as u32;
     let args = ValidateArgs {
@@ -515,13 +523,20 @@ pub(crate) fn launch_validation(
 }
 
 /// The findings of [`launch_validation`]: the one small read-back (it waits for the stream).
-pub(crate) fn read_validation(gpu: &Gpu, bad: Option<&DeviceMem>) -> Result<Bad> {
+pub(crate) fn read_validation(gpu: &Gpu, bad: Option<&DeviceMem>) -> Result<Findings> {
     let Some(bad) = bad else {
-        return Ok([None; 4]);
+        return Ok(Findings {
+            bad: [None; 4],
+            longest: 0,
+        });
     };
-    let mut out = [0u64; 4];
+    let mut out = [0u64; 5];
     gpu.download(bad.ptr, &mut out)?;
-    Ok(out.map(|i| (i != u64::MAX).then_some(i)))
+    let [b0, b1, b2, b3, longest] = out;
+    Ok(Findings {
+        bad: [b0, b1, b2, b3].map(|i| (i != u64::MAX).then_some(i)),
+        longest: !longest,
+    })
 }
 
 /// The tile limits of the geometry for tiles of `tuning.nv()` positions (num_tiles + 1 offsets
@@ -632,7 +647,7 @@ pub(crate) fn reduce<T: Element>(
     let Some(limits) = limits else {
         // No positions: every segment is empty (a strict geometry, then, has none; and the
         // fill waits for validation's verdict).
-        if geometry.num_segments == 0 || read_validation(gpu, bad)?.iter().any(|b| b.is_some()) {
+        if geometry.num_segments == 0 || read_validation(gpu, bad)?.bad.iter().any(|b| b.is_some()) {
             return Ok(());
         }
         return fill(gpu, dest, geometry.num_segments, op.identity());

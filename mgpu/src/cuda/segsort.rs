@@ -179,10 +179,10 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_segsort_short(K* keys, V* values, const O* offsets, u64 num_segments,
-    // const PackedTile* tiles).
+    // u64 count, const PackedTile* tiles).
     ShortArgs = "mgpu_segsort_short" {
         keys: CUdeviceptr, values: CUdeviceptr, offsets: CUdeviceptr, num_segments: u64,
-        tiles: CUdeviceptr,
+        count: u64, tiles: CUdeviceptr,
     }
 }
 
@@ -260,6 +260,8 @@ pub(crate) struct Geometry {
     pub offsets: CUdeviceptr,
     pub num_segments: u64,
     pub count: u64,
+    /// The longest segment's length.
+    pub longest: u64,
 }
 
 /// A segment left to the caller: its index and positions.
@@ -272,7 +274,8 @@ pub(crate) struct HugeSegment {
 const SMALL_BLOCK: u32 = 128;
 
 /// Sorts the segments of `keys` (and `values`) in place, all but the huge ones, which it returns
-/// as position ranges for the caller to sort. One wait for the GPU (the classification's summary).
+/// as position ranges for the caller to sort. One wait for the GPU (the classification's summary)
+/// where some segment is longer than a packed tile takes.
 pub(crate) fn sort<K: Element, V: Element, O: Offset>(
     gpu: &Arc<Gpu>,
     geometry: &Geometry,
@@ -286,6 +289,7 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
         offsets,
         num_segments,
         count,
+        longest,
     } = *geometry;
     if count == 0 {
         return Ok(Vec::new());
@@ -312,11 +316,15 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
         values,
         offsets,
         num_segments,
+        count,
         tiles: tiles.ptr,
     };
     gpu.launch(&packed, num_tiles as u32, tuning.nt, &args)?;
 
     // The others: long segments' tiles, huge segments.
+    if longest <= short_max {
+        return Ok(Vec::new());
+    }
     let summary = DeviceMem::alloc(gpu, 16)?;
     gpu.memset_zero(summary.ptr, 16)?;
     let long_capacity = count / (short_max + 1) + 1;

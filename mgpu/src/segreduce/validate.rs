@@ -50,6 +50,18 @@ impl Context {
         bounds: Bounds<'_>,
         tuning: &Tuning,
     ) -> Result<bool> {
+        Ok(self.check_segments_longest(name, segs, bounds, tuning)?.0)
+    }
+
+    /// [`check_segments`](Context::check_segments), also returning the longest segment's length
+    /// (found in the same pass).
+    pub(crate) fn check_segments_longest<O: Offset>(
+        &self,
+        name: &'static str,
+        segs: &Segments<'_, O>,
+        bounds: Bounds<'_>,
+        tuning: &Tuning,
+    ) -> Result<(bool, u64)> {
         let Bounds {
             data_len,
             cols,
@@ -82,7 +94,10 @@ impl Context {
                     }
                 }
                 // Strict offsets that pass have no empty segment.
-                Ok(!strict && reference::has_empty(&offsets, count))
+                let has_empty = !strict && reference::has_empty(&offsets, count);
+                let ends = offsets.iter().skip(1).copied().chain([count]);
+                let longest = offsets.iter().zip(ends).map(|(s, e)| e - s).max();
+                Ok((has_empty, longest.unwrap_or(0)))
             }
             Backend::Cuda(gpu) => crate::cuda::marshal::validate(gpu, name, segs, bounds, tuning),
         }

@@ -742,10 +742,15 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 // Validation: the first bad index of each check to bad[0..3] (atomicMin; the host sets them to
 // ~0): bad[0] offsets (offsets[0] == 0; non-decreasing, or increasing when `strict`; at most
 // `count`, or less when `strict`), bad[1] sources (segment i's items lie in [0, data_len)),
-// bad[2] columns (< vec_len); and bad[3], the first empty segment (none when `strict` passes).
+// bad[2] columns (< vec_len); bad[3], the first empty segment (none when `strict` passes); and
+// bad[4], ~ the longest segment's length (meaningful when the offsets pass), so that a caller
+// can skip the work that no segment needs.
+// A thread's VALIDATE_UNROLL segments have their offsets loaded before any is checked: one round
+// trip to memory for them all, where a check per load left the kernel waiting on latency.
 // Empty segments are counted by warp: the lowest of a warp's empties is one atomic, and a thread
 // that has seen one stops looking (its later segments come after it), so many empty segments are
-// no stream of atomics on one address. The next offset is read only where it is needed.
+// no stream of atomics on one address.
+#define VALIDATE_UNROLL 4
 extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_segments, u64 count,
                                                    int strict, const O* sources, u64 data_len,
                                                    const unsigned* cols, u64 num_cols,
@@ -753,24 +758,37 @@ extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_seg
   u64 stride = (u64)gridDim.x * blockDim.x;
   u64 end = max(num_segments, num_cols);
   bool seen_empty = strict;  // strict offsets that pass have no empty segment
-  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < end; i += stride) {
-    if (i < num_segments) {
-      u64 start = offsets[i];
-      bool ok;
-      if (i == 0) ok = start == 0;
-      else if (strict) ok = start > (u64)offsets[i - 1];
-      else ok = start >= (u64)offsets[i - 1];
-      ok = ok && (strict ? start < count : start <= count);
-      if (!ok) atomicMin(bad, i);
-      if (ok && (sources || !seen_empty)) {
-        u64 next = i + 1 < num_segments ? (u64)offsets[i + 1] : count;
-        if (sources) {
-          u64 len = next > start ? next - start : 0;
+  u64 longest = 0;
+  for (u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x; first < end;
+       first += VALIDATE_UNROLL * stride) {
+    u64 prev[VALIDATE_UNROLL], start[VALIDATE_UNROLL], next[VALIDATE_UNROLL];
+#pragma unroll
+    for (int u = 0; u < VALIDATE_UNROLL; ++u) {
+      u64 i = first + u * stride;
+      if (i < num_segments) {
+        start[u] = offsets[i];
+        prev[u] = i > 0 ? (u64)offsets[i - 1] : 0;
+        next[u] = i + 1 < num_segments ? (u64)offsets[i + 1] : count;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < VALIDATE_UNROLL; ++u) {
+      u64 i = first + u * stride;
+      if (i < num_segments) {
+        bool ok;
+        if (i == 0) ok = start[u] == 0;
+        else if (strict) ok = start[u] > prev[u];
+        else ok = start[u] >= prev[u];
+        ok = ok && (strict ? start[u] < count : start[u] <= count);
+        if (!ok) atomicMin(bad, i);
+        u64 len = next[u] > start[u] ? next[u] - start[u] : 0;
+        if (ok) longest = max(longest, len);
+        if (ok && sources) {
           u64 source = sources[i];
           if (source > data_len || len > data_len - source) atomicMin(bad + 1, i);
         }
-        if (!seen_empty) {
-          bool empty = next == start;
+        if (ok && !seen_empty) {
+          bool empty = len == 0;
           unsigned lanes = __activemask();
           unsigned empties = __ballot_sync(lanes, empty);
           if (empty) {
@@ -779,8 +797,11 @@ extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_seg
           }
         }
       }
+      if (i < num_cols && cols[i] >= vec_len) atomicMin(bad + 2, i);
     }
-    if (i < num_cols && cols[i] >= vec_len) atomicMin(bad + 2, i);
   }
+#pragma unroll
+  for (int d = MGPU_WARP / 2; d > 0; d /= 2) longest = max(longest, __shfl_xor_sync(~0u, longest, d));
+  if (threadIdx.x % MGPU_WARP == 0 && longest > 0) atomicMin(bad + 4, ~longest);
 }
 #endif

@@ -114,42 +114,58 @@ struct SegStorage {
 #if MGPU_VALUES
   __align__(16) V values[MGPU_SLOTS];
 #endif
-  unsigned char heads[MGPU_NV];  // 1 where a segment starts
+  unsigned head_bits[MGPU_NV / 32 + 1];  // bit j set where a segment starts at tile position j
   CtaScanStorageOf<int> scan;
 };
 
 // Tiles whose segments all hold at most SEG_RANK keys skip the tile sort: each key goes straight
-// to its rank within its segment.
-#define SEG_RANK 8
+// to its rank within its segment, at most SEG_RANK compares, against the tile sort's log2(NV)
+// rounds with a barrier each.
+#define SEG_RANK 64
 
-// The segment around tile position j, [start, end), found from the heads; false when it holds more
-// than SEG_RANK keys. Position 0 starts a segment (or the tile's piece of a long one).
-__device__ __forceinline__ bool rank_segment(const unsigned char* heads, int n, int j, int& start,
-                                             int& end) {
-  start = j;
-  while (start > 0 && !heads[start]) {
-    if (j - start + 1 >= SEG_RANK) return false;
-    --start;
+__device__ __forceinline__ int head_at(const unsigned* bits, int j) {
+  return (bits[j >> 5] >> (j & 31)) & 1;
+}
+
+// The start of the segment that holds tile position j (position 0 starts one), or a position
+// more than SEG_RANK before j where that segment is longer.
+__device__ __forceinline__ int segment_start(const unsigned* bits, int j) {
+  int w = j >> 5;
+  unsigned m = bits[w] & (0xffffffffu >> (31 - (j & 31)));
+  while (!m) {
+    if (j - w * 32 > SEG_RANK) return j - SEG_RANK - 1;
+    m = bits[--w];
   }
-  end = j + 1;
-  while (end < n && !heads[end]) {
-    if (end - start >= SEG_RANK) return false;
-    ++end;
+  return w * 32 + 31 - __clz(m);
+}
+
+// The end of the segment that holds tile position j (the next start, or n), or a position more
+// than SEG_RANK after j where that segment is longer. No bit at or past n is set.
+__device__ __forceinline__ int segment_stop(const unsigned* bits, int j, int n) {
+  int p = j + 1;
+  int w = p >> 5, last = (n - 1) >> 5;
+  unsigned m = bits[w] & (0xffffffffu << (p & 31));
+  while (!m && w < last) {
+    if (w * 32 - j > SEG_RANK) return j + SEG_RANK + 1;
+    m = bits[++w];
   }
-  return true;
+  return m ? min(n, w * 32 + __ffs(m) - 1) : n;
 }
 
 #ifdef MGPU_WANT_mgpu_segsort_short
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_segsort_short(K* keys, V* values, const O* offsets, u64 num_segments,
+    mgpu_segsort_short(K* keys, V* values, const O* offsets, u64 num_segments, u64 count,
                        const PackedTile* tiles) {
   __shared__ SegStorage s;
   int tid = threadIdx.x;
   PackedTile tile = tiles[blockIdx.x];
   if (!(tile.segment & SEG_ACTIVE)) return;
   u64 base = tile.begin;
-  int n = (int)(tiles[blockIdx.x + 1].begin - base);
+  PackedTile next = tiles[blockIdx.x + 1];
+  int n = (int)(next.begin - base);
   u64 first = tile.segment & ~SEG_ACTIVE;
+  // The segment that holds the next tile's first position, which may end in this tile.
+  u64 last = min(next.segment & ~SEG_ACTIVE, num_segments - 1);
 
   // The keys (and values) to shared memory; the heads of the segments that start in the tile.
 #pragma unroll
@@ -162,32 +178,35 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #endif
     }
   }
-  for (int j = tid; j < MGPU_NV; j += MGPU_NT) s.heads[j] = 0;
+  for (int w = tid; w < MGPU_NV / 32 + 1; w += MGPU_NT) s.head_bits[w] = w == 0;
   __syncthreads();
-  for (u64 i = first + 1 + tid; i < num_segments; i += MGPU_NT) {
-    u64 o = offsets[i];
-    if (o >= base + n) break;
-    s.heads[o - base] = 1;
+  // Each segment's offsets are read with its end, so a thread's loads are independent of each
+  // other (no load waits on the one before it) and the segment's length is known: a short one of
+  // more than SEG_RANK keys sends the tile to the tile sort. Long segments' pieces are sorted by
+  // the long path, whatever happens to them here.
+  bool too_long = false;
+#pragma unroll 4
+  for (u64 i = first + tid; i <= last; i += MGPU_NT) {
+    u64 b = offsets[i], e = segment_end(offsets, num_segments, count, i);
+    if (b > base && b < base + n && e > b) {
+      int j = (int)(b - base);
+      atomicOr(&s.head_bits[j >> 5], 1u << (j & 31));
+    }
+    too_long |= e - b > SEG_RANK && e - b <= SEG_SHORT;
   }
-  __syncthreads();
 
   // Segments of at most SEG_RANK keys: each key's rank within its segment counts the keys before
   // it in the order, ties in input order; a key already in its place is not written (a tile of
-  // one-key segments writes nothing). Far fewer steps per key than the tile sort's.
-  // The loops stay rolled: their trip counts vary, and unrolled they spilled at 40 registers.
-  bool too_long = false;
-#pragma unroll 1
-  for (int i = 0; i < MGPU_VT; ++i) {
-    int j = i * MGPU_NT + tid, start, end;
-    if (j < n) too_long |= !rank_segment(s.heads, n, j, start, end);
-  }
+  // one-key segments writes nothing).
+  // The loop stays rolled: its trip counts vary, and unrolled it spilled at 40 registers.
   if (!__syncthreads_or(too_long)) {
     Comp comp;
 #pragma unroll 1
     for (int i = 0; i < MGPU_VT; ++i) {
-      int j = i * MGPU_NT + tid, start, end;
+      int j = i * MGPU_NT + tid;
       if (j >= n) continue;
-      rank_segment(s.heads, n, j, start, end);
+      int start = segment_start(s.head_bits, j), end = segment_stop(s.head_bits, j, n);
+      if (end - start > SEG_RANK) continue;  // a long segment's piece
       K key = s.raw[j];
       int rank = start;
       for (int t = start; t < end; ++t) rank += t < j ? !comp(key, s.raw[t]) : comp(s.raw[t], key);
@@ -206,7 +225,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   int at = tid * MGPU_VT;
   int heads = 0;
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) heads += at + i < n && at + i > 0 ? s.heads[at + i] : 0;
+  for (int i = 0; i < MGPU_VT; ++i) heads += at + i < n && at + i > 0 ? head_at(s.head_bits, at + i) : 0;
   int total;
   int segment = cta_scan_exclusive(heads, HeadCount(), 0, total, s.scan);
   SegKey k[MGPU_VT];
@@ -214,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     int j = min(at + i, MGPU_NV - 1);
-    segment += j < n && j > 0 ? s.heads[j] : 0;
+    segment += j < n && j > 0 ? head_at(s.head_bits, j) : 0;
     k[i].segment = segment;
     k[i].key = s.raw[j];
 #if MGPU_VALUES
