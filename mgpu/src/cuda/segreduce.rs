@@ -647,7 +647,8 @@ pub(crate) fn reduce<T: Element>(
     let Some(limits) = limits else {
         // No positions: every segment is empty (a strict geometry, then, has none; and the
         // fill waits for validation's verdict).
-        if geometry.num_segments == 0 || read_validation(gpu, bad)?.bad.iter().any(|b| b.is_some()) {
+        if geometry.num_segments == 0 || read_validation(gpu, bad)?.bad.iter().any(|b| b.is_some())
+        {
             return Ok(());
         }
         return fill(gpu, dest, geometry.num_segments, op.identity());

@@ -18,6 +18,10 @@ use std::sync::Arc;
 /// four-way merge passes and radix sort beat the two-way passes of the long path there.
 pub const HUGE_SEGMENT: u64 = 1 << 20;
 
+/// Segments of at most this many keys are sorted by placing each key at its rank (at most this
+/// many compares); a geometry of them only runs the packed tiles' rank kernel.
+pub const SEG_RANK: u64 = 64;
+
 /// A segmented sort module: keys, values, offsets, comparator and tuning.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SegSortSpec {
@@ -74,6 +78,7 @@ impl KernelFamily for SegSort {
             kernels: &[
                 "mgpu_segsort_tiles",
                 "mgpu_segsort_short",
+                "mgpu_segsort_rank",
                 "mgpu_segsort_classify",
             ],
         },
@@ -97,6 +102,7 @@ impl KernelFamily for SegSort {
     ];
     fn prelude(spec: &SegSortSpec, p: &mut Prelude) {
         p.define("MGPU_VALUES", spec.mode as u32)
+            .define("MGPU_SEG_RANK", SEG_RANK as u32)
             .element("K", &spec.keys)
             .element("V", &spec.values)
             .element("O", &spec.offsets)
@@ -181,6 +187,15 @@ crate::kernel_args! {
     // SAFETY: mgpu_segsort_short(K* keys, V* values, const O* offsets, u64 num_segments,
     // u64 count, const PackedTile* tiles).
     ShortArgs = "mgpu_segsort_short" {
+        keys: CUdeviceptr, values: CUdeviceptr, offsets: CUdeviceptr, num_segments: u64,
+        count: u64, tiles: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_segsort_rank(K* keys, V* values, const O* offsets, u64 num_segments,
+    // u64 count, const PackedTile* tiles).
+    RankArgs = "mgpu_segsort_rank" {
         keys: CUdeviceptr, values: CUdeviceptr, offsets: CUdeviceptr, num_segments: u64,
         count: u64, tiles: CUdeviceptr,
     }
@@ -311,6 +326,18 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
     };
     let grid = (num_tiles + 1).div_ceil(SMALL_BLOCK as u64) as u32;
     gpu.launch(&packed, grid, SMALL_BLOCK, &args)?;
+    if longest <= SEG_RANK {
+        let args = RankArgs {
+            keys,
+            values,
+            offsets,
+            num_segments,
+            count,
+            tiles: tiles.ptr,
+        };
+        gpu.launch(&packed, num_tiles as u32, tuning.nt, &args)?;
+        return Ok(Vec::new());
+    }
     let args = ShortArgs {
         keys,
         values,

@@ -745,43 +745,52 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 // bad[2] columns (< vec_len); bad[3], the first empty segment (none when `strict` passes); and
 // bad[4], ~ the longest segment's length (meaningful when the offsets pass), so that a caller
 // can skip the work that no segment needs.
-// A thread's VALIDATE_UNROLL segments have their offsets loaded before any is checked: one round
-// trip to memory for them all, where a check per load left the kernel waiting on latency.
-// Empty segments are counted by warp: the lowest of a warp's empties is one atomic, and a thread
+// A warp checks 32 consecutive segments VALIDATE_UNROLL times per step, each lane loading its
+// segment's start and borrowing its neighbours' through shuffles (the warp's edge lanes load the
+// one beyond): one load per segment, all of a step's loads in flight at once.
+// Empty segments are counted by warp: the lowest of a warp's empties is one atomic, and a lane
 // that has seen one stops looking (its later segments come after it), so many empty segments are
 // no stream of atomics on one address.
-#define VALIDATE_UNROLL 4
+#define VALIDATE_UNROLL 8
 extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_segments, u64 count,
                                                    int strict, const O* sources, u64 data_len,
                                                    const unsigned* cols, u64 num_cols,
                                                    u64 vec_len, u64* bad) {
   u64 stride = (u64)gridDim.x * blockDim.x;
   u64 end = max(num_segments, num_cols);
+  int lane = threadIdx.x % MGPU_WARP;
   bool seen_empty = strict;  // strict offsets that pass have no empty segment
   u64 longest = 0;
-  for (u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x; first < end;
-       first += VALIDATE_UNROLL * stride) {
-    u64 prev[VALIDATE_UNROLL], start[VALIDATE_UNROLL], next[VALIDATE_UNROLL];
+  // The loop's bound is the warp's (its first lane's), so every lane takes part in the shuffles.
+  for (u64 warp_first = (u64)blockIdx.x * blockDim.x + threadIdx.x - lane; warp_first < end;
+       warp_first += VALIDATE_UNROLL * stride) {
+    u64 first = warp_first + lane;
+    O start[VALIDATE_UNROLL], edge[VALIDATE_UNROLL];
 #pragma unroll
     for (int u = 0; u < VALIDATE_UNROLL; ++u) {
       u64 i = first + u * stride;
-      if (i < num_segments) {
-        start[u] = offsets[i];
-        prev[u] = i > 0 ? (u64)offsets[i - 1] : 0;
-        next[u] = i + 1 < num_segments ? (u64)offsets[i + 1] : count;
-      }
+      start[u] = i < num_segments ? offsets[i] : (O)0;
+      edge[u] = 0;
+      if (lane == 0 && i > 0 && i < num_segments) edge[u] = offsets[i - 1];
+      if (lane == MGPU_WARP - 1 && i + 1 < num_segments) edge[u] = offsets[i + 1];
     }
 #pragma unroll
     for (int u = 0; u < VALIDATE_UNROLL; ++u) {
       u64 i = first + u * stride;
+      O up = __shfl_up_sync(~0u, start[u], 1), down = __shfl_down_sync(~0u, start[u], 1);
       if (i < num_segments) {
+        u64 b = start[u];
+        u64 prev = lane == 0 ? (u64)edge[u] : (u64)up;
+        u64 next = i + 1 >= num_segments ? count
+                   : lane == MGPU_WARP - 1 ? (u64)edge[u]
+                                           : (u64)down;
         bool ok;
-        if (i == 0) ok = start[u] == 0;
-        else if (strict) ok = start[u] > prev[u];
-        else ok = start[u] >= prev[u];
-        ok = ok && (strict ? start[u] < count : start[u] <= count);
+        if (i == 0) ok = b == 0;
+        else if (strict) ok = b > prev;
+        else ok = b >= prev;
+        ok = ok && (strict ? b < count : b <= count);
         if (!ok) atomicMin(bad, i);
-        u64 len = next[u] > start[u] ? next[u] - start[u] : 0;
+        u64 len = next > b ? next - b : 0;
         if (ok) longest = max(longest, len);
         if (ok && sources) {
           u64 source = sources[i];
@@ -793,7 +802,7 @@ extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_seg
           unsigned empties = __ballot_sync(lanes, empty);
           if (empty) {
             seen_empty = true;
-            if ((empties & ((1u << (threadIdx.x % MGPU_WARP)) - 1)) == 0) atomicMin(bad + 3, i);
+            if ((empties & ((1u << lane) - 1)) == 0) atomicMin(bad + 3, i);
           }
         }
       }
@@ -802,6 +811,6 @@ extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_seg
   }
 #pragma unroll
   for (int d = MGPU_WARP / 2; d > 0; d /= 2) longest = max(longest, __shfl_xor_sync(~0u, longest, d));
-  if (threadIdx.x % MGPU_WARP == 0 && longest > 0) atomicMin(bad + 4, ~longest);
+  if (lane == 0 && longest > 0) atomicMin(bad + 4, ~longest);
 }
 #endif

@@ -4,6 +4,7 @@
 // sorted, and merged within the segment, one pass per level, until one run covers the segment.
 //   mgpu_segsort_tiles     the packed tiles' limits, and whether each holds a short segment
 //   mgpu_segsort_short     one packed tile per CTA, sorted in place
+//   mgpu_segsort_rank      the same where no segment is longer than SEG_RANK
 //   mgpu_segsort_classify  the long segments' tiles (a table), the huge segments (a list)
 //   mgpu_segsort_blocks    one tile of a long segment per CTA, sorted
 //   mgpu_segsort_partition merge path split of each long tile's start in a pass
@@ -120,8 +121,8 @@ struct SegStorage {
 
 // Tiles whose segments all hold at most SEG_RANK keys skip the tile sort: each key goes straight
 // to its rank within its segment, at most SEG_RANK compares, against the tile sort's log2(NV)
-// rounds with a barrier each.
-#define SEG_RANK 64
+// rounds with a barrier each. (Set by the host, which picks the kernel.)
+#define SEG_RANK MGPU_SEG_RANK
 
 __device__ __forceinline__ int head_at(const unsigned* bits, int j) {
   return (bits[j >> 5] >> (j & 31)) & 1;
@@ -152,22 +153,22 @@ __device__ __forceinline__ int segment_stop(const unsigned* bits, int j, int n) 
   return m ? min(n, w * 32 + __ffs(m) - 1) : n;
 }
 
-#ifdef MGPU_WANT_mgpu_segsort_short
-extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_segsort_short(K* keys, V* values, const O* offsets, u64 num_segments, u64 count,
-                       const PackedTile* tiles) {
-  __shared__ SegStorage s;
+// A packed tile's keys (and values) to shared memory, and its segments' starts to the head bits;
+// `n`, the tile's size, set. Each segment's offsets are read with its end, so a thread's loads are
+// independent of each other (no load waits on the one before it) and the segment's length is
+// known. Returns whether some short segment of the tile holds more than SEG_RANK keys (long
+// segments' pieces are sorted by the long path, whatever happens to them here). Ends with a
+// barrier.
+template <typename Storage>
+__device__ __forceinline__ bool load_packed(Storage& s, const K* keys, const V* values,
+                                            const O* offsets, u64 num_segments, u64 count,
+                                            PackedTile tile, PackedTile next, int& n) {
   int tid = threadIdx.x;
-  PackedTile tile = tiles[blockIdx.x];
-  if (!(tile.segment & SEG_ACTIVE)) return;
   u64 base = tile.begin;
-  PackedTile next = tiles[blockIdx.x + 1];
-  int n = (int)(next.begin - base);
+  n = (int)(next.begin - base);
   u64 first = tile.segment & ~SEG_ACTIVE;
   // The segment that holds the next tile's first position, which may end in this tile.
   u64 last = min(next.segment & ~SEG_ACTIVE, num_segments - 1);
-
-  // The keys (and values) to shared memory; the heads of the segments that start in the tile.
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     int j = i * MGPU_NT + tid;
@@ -180,10 +181,6 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   }
   for (int w = tid; w < MGPU_NV / 32 + 1; w += MGPU_NT) s.head_bits[w] = w == 0;
   __syncthreads();
-  // Each segment's offsets are read with its end, so a thread's loads are independent of each
-  // other (no load waits on the one before it) and the segment's length is known: a short one of
-  // more than SEG_RANK keys sends the tile to the tile sort. Long segments' pieces are sorted by
-  // the long path, whatever happens to them here.
   bool too_long = false;
 #pragma unroll 4
   for (u64 i = first + tid; i <= last; i += MGPU_NT) {
@@ -194,29 +191,69 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     }
     too_long |= e - b > SEG_RANK && e - b <= SEG_SHORT;
   }
+  return __syncthreads_or(too_long);
+}
 
-  // Segments of at most SEG_RANK keys: each key's rank within its segment counts the keys before
-  // it in the order, ties in input order; a key already in its place is not written (a tile of
-  // one-key segments writes nothing).
-  // The loop stays rolled: its trip counts vary, and unrolled it spilled at 40 registers.
-  if (!__syncthreads_or(too_long)) {
-    Comp comp;
+// Segments of at most SEG_RANK keys: each key's rank within its segment counts the keys before
+// it in the order, ties in input order; a key already in its place is not written (a tile of
+// one-key segments writes nothing). The loop stays rolled: its trip counts vary.
+template <typename Storage>
+__device__ __forceinline__ void rank_packed(const Storage& s, K* keys, V* values, u64 base,
+                                            int n) {
+  Comp comp;
 #pragma unroll 1
-    for (int i = 0; i < MGPU_VT; ++i) {
-      int j = i * MGPU_NT + tid;
-      if (j >= n) continue;
-      int start = segment_start(s.head_bits, j), end = segment_stop(s.head_bits, j, n);
-      if (end - start > SEG_RANK) continue;  // a long segment's piece
-      K key = s.raw[j];
-      int rank = start;
-      for (int t = start; t < end; ++t) rank += t < j ? !comp(key, s.raw[t]) : comp(s.raw[t], key);
-      if (rank != j) {
-        keys[base + rank] = key;
+  for (int i = 0; i < MGPU_VT; ++i) {
+    int j = i * MGPU_NT + threadIdx.x;
+    if (j >= n) continue;
+    int start = segment_start(s.head_bits, j), end = segment_stop(s.head_bits, j, n);
+    if (end - start > SEG_RANK) continue;  // a long segment's piece
+    K key = s.raw[j];
+    int rank = start;
+    for (int t = start; t < end; ++t) rank += t < j ? !comp(key, s.raw[t]) : comp(s.raw[t], key);
+    if (rank != j) {
+      keys[base + rank] = key;
 #if MGPU_VALUES
-        values[base + rank] = s.values[j];
+      values[base + rank] = s.values[j];
 #endif
-      }
     }
+  }
+}
+
+// Geometries whose segments all hold at most SEG_RANK keys: every tile ranks. Without the tile
+// sort's storage and registers, twice the CTAs fit on an SM to hide the loads' latency.
+#ifdef MGPU_WANT_mgpu_segsort_rank
+struct RankStorage {
+  __align__(16) K raw[MGPU_NV];
+#if MGPU_VALUES
+  __align__(16) V values[MGPU_NV];
+#endif
+  unsigned head_bits[MGPU_NV / 32 + 1];
+};
+extern "C" __global__ void __launch_bounds__(MGPU_NT, 2 * MGPU_OCC)
+    mgpu_segsort_rank(K* keys, V* values, const O* offsets, u64 num_segments, u64 count,
+                      const PackedTile* tiles) {
+  __shared__ RankStorage s;
+  PackedTile tile = tiles[blockIdx.x];
+  if (!(tile.segment & SEG_ACTIVE)) return;
+  int n;
+  load_packed(s, keys, values, offsets, num_segments, count, tile, tiles[blockIdx.x + 1], n);
+  rank_packed(s, keys, values, tile.begin, n);
+}
+#endif
+
+#ifdef MGPU_WANT_mgpu_segsort_short
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_segsort_short(K* keys, V* values, const O* offsets, u64 num_segments, u64 count,
+                       const PackedTile* tiles) {
+  __shared__ SegStorage s;
+  int tid = threadIdx.x;
+  PackedTile tile = tiles[blockIdx.x];
+  if (!(tile.segment & SEG_ACTIVE)) return;
+  u64 base = tile.begin;
+  int n;
+  if (!load_packed(s, keys, values, offsets, num_segments, count, tile, tiles[blockIdx.x + 1],
+                   n)) {
+    rank_packed(s, keys, values, base, n);
     return;
   }
 
