@@ -177,6 +177,7 @@ impl KernelFamily for SegReduce {
             kernels: &[
                 "mgpu_segreduce_partition",
                 "mgpu_segreduce_validate",
+                "mgpu_segreduce_validate_offsets",
                 "mgpu_segreduce_codes",
                 "mgpu_segreduce_headless",
             ],
@@ -372,6 +373,17 @@ crate::kernel_args! {
 }
 
 crate::kernel_args! {
+    // SAFETY: mgpu_segreduce_validate_offsets(const O* offsets, u64 num_segments, u64 count,
+    // int strict, u64* bad).
+    ValidateOffsetsArgs = "mgpu_segreduce_validate_offsets" {
+        offsets: CUdeviceptr, num_segments: u64, count: u64, strict: i32, bad: CUdeviceptr,
+    }
+}
+
+/// Segments per CTA of `mgpu_segreduce_validate_offsets` (its VALIDATE_TILE).
+const VALIDATE_TILE: u64 = 8 * 256;
+
+crate::kernel_args! {
     // SAFETY: mgpu_segreduce_validate(const O* offsets, u64 num_segments, u64 count, int strict,
     // const O* sources, u64 data_len, const unsigned* cols, u64 num_cols, u64 vec_len, u64* bad).
     ValidateArgs = "mgpu_segreduce_validate" {
@@ -505,6 +517,19 @@ pub(crate) fn launch_validation(
     let bad = DeviceMem::alloc(gpu, 40)?;
     gpu.memset(bad.ptr, 0xff, 40)?; // no bad index yet, no segment longer than 0
     let block = 256u32;
+    if geometry.sources == 0 && checks.num_cols == 0 {
+        let args = ValidateOffsetsArgs {
+            offsets: geometry.offsets,
+            num_segments: geometry.num_segments,
+            count: geometry.count,
+            strict: checks.strict as i32,
+            bad: bad.ptr,
+        };
+        let grid = geometry.num_segments.div_ceil(VALIDATE_TILE);
+        let grid = u32::try_from(grid).expect("fewer than 2^43 segments");
+        gpu.launch(&module, grid, block, &args)?;
+        return Ok(Some(bad));
+    }
     let grid = work.div_ceil(block as u64).min(gpu.sm_count as u64 * 8) as u32;
     let args = ValidateArgs {
         offsets: geometry.offsets,

@@ -738,6 +738,66 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 }
 #endif
 
+#ifdef MGPU_WANT_mgpu_segreduce_validate_offsets
+// Validation of offsets alone (no sources, no columns), with mgpu_segreduce_validate's findings
+// in bad[0], bad[3] and bad[4]. One tile of VALIDATE_TILE segments per CTA: its offsets, with the
+// one before and the one after, are staged in shared memory by coalesced loads all in flight at
+// once, and each segment is then a few instructions on its neighbours there. Atomics are rare:
+// one per warp at most for each finding, and none where a smaller index (or a longer segment) is
+// already recorded.
+#define VALIDATE_VT 8
+#define VALIDATE_TILE (VALIDATE_VT * 256)
+extern "C" __global__ void __launch_bounds__(256)
+    mgpu_segreduce_validate_offsets(const O* offsets, u64 num_segments, u64 count, int strict,
+                                    u64* bad) {
+  __shared__ u64 s[VALIDATE_TILE + 2];  // s[1 + j]: segment base + j's start; s[0] the one before
+  int tid = threadIdx.x, lane = tid % MGPU_WARP;
+  u64 base = (u64)blockIdx.x * VALIDATE_TILE;
+  O o[VALIDATE_VT];
+#pragma unroll
+  for (int u = 0; u < VALIDATE_VT; ++u) {
+    u64 i = base + u * 256 + tid;
+    o[u] = i < num_segments ? offsets[i] : (O)0;
+  }
+  // Past the last segment: its end, `count`.
+#pragma unroll
+  for (int u = 0; u < VALIDATE_VT; ++u) {
+    u64 i = base + u * 256 + tid;
+    s[1 + u * 256 + tid] = i < num_segments ? (u64)o[u] : count;
+  }
+  if (tid == 0) s[0] = base > 0 ? (u64)offsets[base - 1] : 0;
+  if (tid == 1) s[VALIDATE_TILE + 1] = base + VALIDATE_TILE < num_segments
+                                           ? (u64)offsets[base + VALIDATE_TILE] : count;
+  __syncthreads();
+  u64 first_bad = ~0ull, first_empty = ~0ull, longest = 0;
+#pragma unroll
+  for (int u = 0; u < VALIDATE_VT; ++u) {
+    int j = u * 256 + tid;
+    u64 i = base + j;
+    u64 prev = s[j], start = s[j + 1], next = s[j + 2];
+    bool ok = i == 0 ? start == 0 : strict ? start > prev : start >= prev;
+    ok = ok && (strict ? start < count : start <= count);
+    u64 len = next > start ? next - start : 0;
+    bool live = i < num_segments;
+    if (live && !ok) first_bad = min(first_bad, i);
+    if (live && len == 0) first_empty = min(first_empty, i);
+    if (live) longest = max(longest, len);
+  }
+#pragma unroll
+  for (int d = MGPU_WARP / 2; d > 0; d /= 2) {
+    first_bad = min(first_bad, __shfl_xor_sync(~0u, first_bad, d));
+    first_empty = min(first_empty, __shfl_xor_sync(~0u, first_empty, d));
+    longest = max(longest, __shfl_xor_sync(~0u, longest, d));
+  }
+  if (lane == 0) {
+    volatile u64* seen = bad;
+    if (first_bad < seen[0]) atomicMin(bad, first_bad);
+    if (!strict && first_empty < seen[3]) atomicMin(bad + 3, first_empty);
+    if (longest > 0 && ~longest < seen[4]) atomicMin(bad + 4, ~longest);
+  }
+}
+#endif
+
 #ifdef MGPU_WANT_mgpu_segreduce_validate
 // Validation: the first bad index of each check to bad[0..3] (atomicMin; the host sets them to
 // ~0): bad[0] offsets (offsets[0] == 0; non-decreasing, or increasing when `strict`; at most
