@@ -56,5 +56,6 @@ pub use reduce::Total;
 pub use reduce_by_key::{ReduceByKeyAlgorithm, ReduceByKeyPlan};
 pub use scan::{CarryIn, ScanAlgorithm, ScanKind, ScanOptions};
 pub use segreduce::{Csr, SegPlan, SpmvPlan};
+pub use segsort::SegSortPlan;
 pub use source::{Counting, Map, Mapped, Source};
 pub use tuning::Tuning;

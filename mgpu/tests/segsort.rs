@@ -381,6 +381,78 @@ fn bad_offsets() {
     }
 }
 
+/// A plan: one geometry checked once, then many key arrays and pairs sorted by it, each as the
+/// one-shot call sorts them; a plan's errors.
+#[test]
+fn plan_sorts_many_arrays() {
+    let mut r = rng();
+    for ctx in backends() {
+        let nv = tile::<i32>(&ctx, false);
+        let n = if ctx.is_gpu() { 300_000 } else { 20_000 };
+        for dist in [
+            Dist::Fixed(1),
+            Dist::Fixed(2),
+            Dist::Fixed(20),
+            Dist::Uniform(60),
+            Dist::Fixed(500),
+            Dist::HalfEmpty,
+            Dist::ManyTiles,
+        ] {
+            let lengths = lengths(&mut r, n, dist, nv);
+            let offsets = ctx.upload(&offsets_of::<u32>(&lengths)).unwrap();
+            let plan = ctx
+                .segmented_sort_plan(Csr::allow_empty(&offsets), n)
+                .unwrap();
+            assert_eq!(plan.num_segments(), lengths.len());
+            assert_eq!(plan.count(), n);
+            assert_eq!(
+                plan.longest(),
+                lengths.iter().copied().max().unwrap_or(0) as u64
+            );
+            for round in 0..3 {
+                let what = format!("plan {dist:?} round {round}");
+                let keys = keys_for::<i32>(&mut r, n, round == 1);
+                let comp = [Comparator::less(), Comparator::greater()][round % 2].clone();
+                let (expect_keys, expect_values) = reference(&keys, &lengths, &comp);
+                let mut k = ctx.upload(&keys).unwrap();
+                ctx.segmented_sort_planned(&plan, &mut k, &comp).unwrap();
+                same(&k.to_vec().unwrap(), &expect_keys)
+                    .unwrap_or_else(|e| panic!("{what} keys: {e}"));
+                let mut k = ctx.upload(&keys).unwrap();
+                let mut v = ctx.upload(&(0..n as u32).collect::<Vec<_>>()).unwrap();
+                ctx.segmented_sort_pairs_planned(&plan, &mut k, &mut v, &comp)
+                    .unwrap();
+                same(&k.to_vec().unwrap(), &expect_keys)
+                    .unwrap_or_else(|e| panic!("{what} pair keys: {e}"));
+                same(&v.to_vec().unwrap(), &expect_values)
+                    .unwrap_or_else(|e| panic!("{what} pair values: {e}"));
+            }
+        }
+        // Keys of another length than the plan's: an error, nothing written.
+        let offsets = ctx.upload(&[0u32, 2]).unwrap();
+        let plan = ctx.segmented_sort_plan(Csr::new(&offsets), 4).unwrap();
+        let mut k = ctx.upload(&[4, 3, 2, 1, 0]).unwrap();
+        let err = ctx
+            .segmented_sort_planned(&plan, &mut k, &Comparator::less())
+            .unwrap_err();
+        assert!(err.to_string().contains("keys"), "{err}");
+        assert_eq!(k.to_vec().unwrap(), [4, 3, 2, 1, 0], "nothing written");
+        let mut k = ctx.upload(&[4, 3, 2, 1]).unwrap();
+        let mut v = ctx.upload(&[0u32; 3]).unwrap();
+        let err = ctx
+            .segmented_sort_pairs_planned(&plan, &mut k, &mut v, &Comparator::less())
+            .unwrap_err();
+        assert!(err.to_string().contains("values"), "{err}");
+        ctx.segmented_sort_planned(&plan, &mut k, &Comparator::less())
+            .unwrap();
+        assert_eq!(k.to_vec().unwrap(), [3, 4, 1, 2]);
+        // Bad offsets: the plan is refused, naming the first bad one.
+        let offsets = ctx.upload(&[0u32, 3, 2]).unwrap();
+        let err = ctx.segmented_sort_plan(Csr::new(&offsets), 4).unwrap_err();
+        expect_invalid(err, &["offsets[2]"], "segmented_sort_plan");
+    }
+}
+
 /// Past 2^31 keys (MGPU_BIG=1): u64 offsets, segments of every class.
 #[test]
 fn past_2_31() {
