@@ -52,6 +52,25 @@ pub struct SegSortPlan<'a, O: Offset> {
     longest: u64,
 }
 
+/// Values as many as the keys.
+fn same_length<K: Element, V: Element>(
+    name: &'static str,
+    keys: &ViewMut<'_, K>,
+    values: &ViewMut<'_, V>,
+) -> Result<()> {
+    if keys.len() != values.len() {
+        return Err(length_mismatch(
+            Equal,
+            name,
+            "values",
+            values.len(),
+            keys.len(),
+            "keys",
+        ));
+    }
+    Ok(())
+}
+
 impl<O: Offset> SegSortPlan<'_, O> {
     /// The number of segments.
     pub fn num_segments(&self) -> usize {
@@ -130,16 +149,7 @@ impl Context {
         let name = "segmented_sort_pairs_planned";
         let keys = output(self, keys, "the keys")?;
         let values = output(self, values, "the values")?;
-        if keys.len() != values.len() {
-            return Err(length_mismatch(
-                Equal,
-                name,
-                "values",
-                values.len(),
-                keys.len(),
-                "keys",
-            ));
-        }
+        same_length(name, &keys, &values)?;
         let segs = self.planned_segments(name, plan, keys.len())?;
         self.segsort_checked(keys, Some(values), &segs, plan.longest, comparator)
     }
@@ -218,16 +228,7 @@ impl Context {
         let name = "segmented_sort_pairs";
         let keys = output(self, keys, "the keys")?;
         let values = output(self, values, "the values")?;
-        if keys.len() != values.len() {
-            return Err(length_mismatch(
-                Equal,
-                name,
-                "values",
-                values.len(),
-                keys.len(),
-                "keys",
-            ));
-        }
+        same_length(name, &keys, &values)?;
         self.segsort_run(name, keys, Some(values), segments, comparator)
     }
 
