@@ -116,10 +116,21 @@ pub(crate) fn seg_tuning<T: Element, O: Offset>(
     crate::cuda::segreduce::table_tuning::<T, O>(&tuning::table(ctx.arch()), kind, indirect)
 }
 
+/// Who vouches for a segmented reduction's geometry (offsets, sources, columns).
+#[derive(Clone, Copy)]
+pub(crate) enum Checked<'p> {
+    /// Nobody yet: the call validates it.
+    No,
+    /// A plan, which also brings the partition and the tuning.
+    Plan(&'p Prepared, &'p Tuning),
+    /// The caller of an `_unchecked` function.
+    Caller,
+}
+
 impl Context {
-    /// Checks lengths and places, validates unless `plan` is given, and reduces. Without empty
-    /// segments (checked, or a plan's), the kernel for non-empty ones runs even if they were
-    /// allowed.
+    /// Checks lengths and places, validates unless a plan or the caller vouches for the
+    /// geometry, and reduces. Without empty segments (checked, or a plan's), the kernel for
+    /// non-empty ones runs even if they were allowed.
     pub(crate) fn segreduce_run<T: Element, O: Offset>(
         &self,
         name: &'static str,
@@ -127,8 +138,13 @@ impl Context {
         items: ItemSource<'_, T>,
         mut out: ViewMut<'_, T>,
         op: &Op<T>,
-        plan: Option<(&Prepared, &Tuning)>,
+        checked: Checked<'_>,
     ) -> Result<()> {
+        let plan = match checked {
+            Checked::Plan(prepared, tuning) => Some((prepared, tuning)),
+            _ => None,
+        };
+        let by_caller = matches!(checked, Checked::Caller);
         let num_segments = segs.offsets.len();
         if out.len() != num_segments {
             return Err(Error::LengthMismatch {
@@ -163,8 +179,8 @@ impl Context {
         // honour it, and reads it back at the end: one wait for the GPU, not two. With
         // empty segments allowed the validation runs first: it chooses the kernel for non-empty
         // segments when there is no empty one.
-        let deferred = plan.is_none() && !segs.support_empty && self.gpu().is_some();
-        if plan.is_none() && !deferred {
+        let deferred = plan.is_none() && !by_caller && !segs.support_empty && self.gpu().is_some();
+        if plan.is_none() && !by_caller && !deferred {
             let (cols, x_len) = items.columns();
             let (data_len, cols) = (items.data_len(), cols.as_ref());
             let bounds = args::Bounds {
@@ -174,7 +190,7 @@ impl Context {
             };
             segs.support_empty = self.check_segments(name, &segs, bounds, &tuning)?;
         }
-        if deferred {
+        if deferred || by_caller {
             validate::check_offset_type(name, &segs)?;
         }
         match &self.backend {
@@ -227,7 +243,61 @@ impl Context {
             support_empty: csr.allow_empty,
         };
         let out = output(self, out, "the output")?;
-        self.segreduce_run(name, segs, ItemSource::Values(values), out, op, None)
+        self.segreduce_run(name, segs, ItemSource::Values(values), out, op, Checked::No)
+    }
+
+    /// [`segreduce_csr`](Context::segreduce_csr) without the offsets' validation, for callers
+    /// who validated them once (with [`segreduce_plan`](Context::segreduce_plan), or a first
+    /// checked call) and reduce by them again: it skips a pass over the offsets and a wait for
+    /// the GPU. Lengths, places and types are still checked, and their errors returned.
+    ///
+    /// # Safety
+    ///
+    /// The offsets must be valid, as [`segreduce_csr`](Context::segreduce_csr) would find
+    /// them: `offsets[0] == 0`, each at least the one before (greater, and less than
+    /// `values.len()`, with [`Csr::new`]), none past `values.len()`, and unchanged since. On the
+    /// GPU others read out of bounds; the CPU backend may panic.
+    ///
+    /// ```
+    /// use mgpu::{Context, Csr, Op};
+    /// let ctx = Context::cpu();
+    /// let values = ctx.upload(&[1, 2, 3, 4, 5, 6])?;
+    /// let offsets = ctx.upload(&[0u32, 1, 1, 4])?;
+    /// let mut out = ctx.zeros::<i32>(4)?;
+    /// ctx.segreduce_csr(&values, Csr::allow_empty(&offsets), &mut out, &Op::plus())?;
+    /// let values = ctx.upload(&[6, 5, 4, 3, 2, 1])?;
+    /// // SAFETY: the same offsets passed the checked call above.
+    /// unsafe {
+    ///     ctx.segreduce_csr_unchecked(&values, Csr::allow_empty(&offsets), &mut out, &Op::plus())?
+    /// };
+    /// assert_eq!(out.to_vec()?, vec![6, 0, 12, 3]);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    pub unsafe fn segreduce_csr_unchecked<T: Element, O: Offset>(
+        &self,
+        values: &impl Source<T>,
+        csr: Csr<'_, O>,
+        out: &mut impl SliceMut<T>,
+        op: &Op<T>,
+    ) -> Result<()> {
+        let name = "segreduce_csr_unchecked";
+        let values = values.parts();
+        values.check(self, "the values")?;
+        let segs = Segments {
+            offsets: csr.offsets(self)?,
+            sources: None,
+            count: values.len,
+            support_empty: csr.allow_empty,
+        };
+        let out = output(self, out, "the output")?;
+        self.segreduce_run(
+            name,
+            segs,
+            ItemSource::Values(values),
+            out,
+            op,
+            Checked::Caller,
+        )
     }
 
     /// Like [`segreduce_csr`](Context::segreduce_csr), but the segments cover `count` positions
@@ -271,6 +341,6 @@ impl Context {
             support_empty: csr.allow_empty,
         };
         let out = output(self, out, "the output")?;
-        self.segreduce_run(name, segs, ItemSource::Values(values), out, op, None)
+        self.segreduce_run(name, segs, ItemSource::Values(values), out, op, Checked::No)
     }
 }

@@ -2,7 +2,7 @@
 //! applied to many value arrays.
 
 use super::args::{ItemSource, Prepared, Segments};
-use super::{seg_tuning, Csr, Offset};
+use super::{seg_tuning, Checked, Csr, Offset};
 use crate::buffer::{output, View};
 use crate::context::{Backend, Context};
 use crate::cuda::segreduce::SegItems;
@@ -199,7 +199,7 @@ impl Context {
             ItemSource::Values(values),
             out,
             op,
-            Some((plan.prepared, plan.tuning)),
+            Checked::Plan(plan.prepared, plan.tuning),
         )
     }
 }

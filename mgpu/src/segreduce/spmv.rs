@@ -2,7 +2,7 @@
 //! a segmented reduction whose items are products gathered from the vector.
 
 use super::args::{ItemSource, Segments};
-use super::{check_plan_context, Csr, Offset, SegPlan};
+use super::{check_plan_context, Checked, Csr, Offset, SegPlan};
 use crate::buffer::{input, output, View};
 use crate::context::Context;
 use crate::cuda::segreduce::SegItems;
@@ -90,6 +90,67 @@ impl Context {
             y,
             Some(mul),
             add,
+            Checked::No,
+        )
+    }
+
+    /// [`spmv_csr`](Context::spmv_csr) without the checks of the rows and the column indices,
+    /// for callers who checked them once (with [`spmv_plan`](Context::spmv_plan), or a first
+    /// checked call) and multiply by the same matrix again: it skips a pass over the offsets and
+    /// the columns and a wait for the GPU. Lengths, places and types are still checked, and their
+    /// errors returned.
+    ///
+    /// # Safety
+    ///
+    /// The rows' offsets must be valid over `cols.len()` nonzeros, as
+    /// [`spmv_csr`](Context::spmv_csr) would find them (`offsets[0] == 0`, non-decreasing, or
+    /// increasing and less than `cols.len()` with [`Csr::new`], none past `cols.len()`), every
+    /// column index less than `x.len()`, and neither changed since. On the GPU others read out
+    /// of bounds; the CPU backend may panic.
+    ///
+    /// ```
+    /// use mgpu::{Context, Csr, Op};
+    /// let ctx = Context::cpu();
+    /// // [[1, 0, 2], [0, 0, 0], [0, 3, 0]]
+    /// let offsets = ctx.upload(&[0u32, 2, 2])?;
+    /// let cols = ctx.upload(&[0u32, 2, 1])?;
+    /// let matrix = ctx.upload(&[1.0f64, 2.0, 3.0])?;
+    /// let x = ctx.upload(&[1.0f64, 10.0, 100.0])?;
+    /// let mut y = ctx.zeros::<f64>(3)?;
+    /// let rows = Csr::allow_empty(&offsets);
+    /// let (mul, add) = (Op::multiplies(), Op::plus());
+    /// ctx.spmv_csr(&matrix, &cols, rows, &x, &mut y, &mul, &add)?;
+    /// let x = ctx.upload(&[2.0f64, 0.0, 1.0])?;
+    /// // SAFETY: the same rows and columns passed the checked call above, with a vector as long.
+    /// unsafe { ctx.spmv_csr_unchecked(&matrix, &cols, rows, &x, &mut y, &mul, &add)? };
+    /// assert_eq!(y.to_vec()?, vec![4.0, 0.0, 0.0]);
+    /// # Ok::<(), mgpu::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn spmv_csr_unchecked<T: Element, O: Offset>(
+        &self,
+        matrix: &impl Slice<T>,
+        cols: &impl Slice<u32>,
+        rows: Csr<'_, O>,
+        x: &impl Slice<T>,
+        y: &mut impl SliceMut<T>,
+        mul: &Op<T>,
+        add: &Op<T>,
+    ) -> Result<()> {
+        let cols = input(self, cols, "the column indices")?;
+        let count = cols.len();
+        self.spmv(
+            "spmv_csr_unchecked",
+            Some(input(self, matrix, "the matrix values")?),
+            cols,
+            rows,
+            None,
+            count,
+            x,
+            y,
+            Some(mul),
+            add,
+            Checked::Caller,
         )
     }
 
@@ -116,6 +177,7 @@ impl Context {
             y,
             None,
             add,
+            Checked::No,
         )
     }
 
@@ -162,6 +224,7 @@ impl Context {
             y,
             Some(mul),
             add,
+            Checked::No,
         )
     }
 
@@ -189,6 +252,7 @@ impl Context {
             y,
             None,
             add,
+            Checked::No,
         )
     }
 
@@ -206,6 +270,7 @@ impl Context {
         y: &mut impl SliceMut<T>,
         mul: Option<&Op<T>>,
         add: &Op<T>,
+        checked: Checked<'_>,
     ) -> Result<()> {
         if let Some(m) = &matrix {
             if m.len() != cols.len() {
@@ -232,7 +297,7 @@ impl Context {
             mul,
         };
         let y = output(self, y, "the output vector")?;
-        self.segreduce_run(name, segs, items, y, add, None)
+        self.segreduce_run(name, segs, items, y, add, checked)
     }
 
     /// Checks the rows over `cols.len()` nonzeros and every column index against a vector of
@@ -340,7 +405,7 @@ impl Context {
             items,
             y,
             add,
-            Some((&plan.prepared, &plan.tuning)),
+            Checked::Plan(&plan.prepared, &plan.tuning),
         )
     }
 }

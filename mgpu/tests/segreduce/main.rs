@@ -16,6 +16,7 @@ mod plans;
 mod sources;
 mod spmv;
 mod stability;
+mod unchecked;
 mod views;
 
 use common::*;
