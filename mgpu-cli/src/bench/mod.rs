@@ -83,10 +83,10 @@ suite runs the headline rows of every primitive, each at 2^24 and 2^28 (the two 
 --quick: 2^24 alone), against its peer, and prints them as one Markdown table on stdout (the
 benches' tables go to stderr; --markdown FILE also writes it there), headed by the date (UTC), the
 device and the command line: mgpu ms, the peer and its ms, vs peer (peer ms / mgpu ms, > 1: mgpu
-faster) and vs memcpy (as vs_mcpy). Its 40 rows: reduce and scan on i32, f32; radix-keys and
+faster) and vs memcpy (as vs_mcpy). Its 42 rows: reduce and scan on i32, f32; radix-keys and
 radix-pairs on i32, u64, f32; sort-keys (merge sort) i32; merge i32; select-if/50% i32;
 unique/run10 and reduce-by-key/run10 i32; segreduce fixed-20, fixed-500, powerlaw i32 (one-shot);
-spmv random-32 f32 (one-shot and apply). About 2-3 minutes on an H100 with the CUB peer and the
+spmv random-32 f32 (one-shot, unchecked one-shot and apply). About 2-3 minutes on an H100 with the CUB peer and the
 kernels cached, most of it on the host (generating and checking the 2^28 inputs, 40 peer
 processes); a cold kernel cache adds about 20 s of NVRTC, and a machine without the built peer its
 nvcc build (minutes). It does not take --types, --csv, --transform, --offset, --deterministic or

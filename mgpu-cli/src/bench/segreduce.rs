@@ -488,11 +488,13 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    /// Whether a line of `primitive`'s geometry `spec` is measured (its one-shot and its apply
-    /// are measured together).
+    /// Whether a line of `primitive`'s geometry `spec` is measured (its one-shot, its unchecked
+    /// one-shot and its apply are measured together).
     fn measures(&self, primitive: &str, spec: &str) -> bool {
         let oneshot = format!("{primitive}/{spec}");
-        self.a.measures(&oneshot) || self.a.measures(&format!("{oneshot}/apply"))
+        ["", "/unchecked", "/apply"]
+            .iter()
+            .any(|v| self.a.measures(&format!("{oneshot}{v}")))
     }
 }
 
@@ -514,14 +516,15 @@ struct Geometry {
 }
 
 /// One geometry: a memcpy of its bytes, the one-shot call (its first use reported where `first`),
-/// the plan's build and the apply after it (their results checked), then the peer. Prints and
-/// returns the one-shot's line and the apply's.
+/// the unchecked one-shot, the plan's build and the apply after it (their results checked), then
+/// the peer. Prints and returns the one-shot's line, the unchecked one's and the apply's.
 #[allow(clippy::too_many_arguments)]
 fn oneshot_and_apply<T: BenchElement, P>(
     r: Run,
     first: bool,
     g: Geometry,
     mut oneshot: impl FnMut(&mut Buffer<T>) -> mgpu::Result<()>,
+    mut unchecked: impl FnMut(&mut Buffer<T>) -> mgpu::Result<()>,
     plan: impl Fn() -> mgpu::Result<P>,
     mut apply: impl FnMut(&P, &mut Buffer<T>) -> mgpu::Result<()>,
     check: impl Fn(&str, &[T]) -> Result<(), String>,
@@ -536,6 +539,9 @@ fn oneshot_and_apply<T: BenchElement, P>(
         report_first_use(p, r.ty, t, before);
     }
     check(&format!("{p}_csr"), &out.to_vec().map_err(err)?)?;
+    out = ctx.zeros::<T>(g.segments).map_err(err)?;
+    let unchecked = time(ctx, reps, || unchecked(&mut out))?;
+    check(&format!("{p}_csr_unchecked"), &out.to_vec().map_err(err)?)?;
     let plan_ms = time(ctx, reps, || plan().map(drop))?;
     let plan = plan().map_err(err)?;
     out = ctx.zeros::<T>(g.segments).map_err(err)?;
@@ -564,6 +570,7 @@ fn oneshot_and_apply<T: BenchElement, P>(
             Some(oneshot - apply),
             None,
         ),
+        line(format!("{p}/{}/unchecked", g.spec), unchecked, None, None),
         line(format!("{p}/{}/apply", g.spec), apply, None, Some(plan_ms)),
     ];
     lines.iter().for_each(print_line);
@@ -608,6 +615,11 @@ fn bench_segreduce<T: SegValue>(r: Run) -> Result<Vec<Line>, String> {
             std::mem::take(&mut first),
             g,
             |out| ctx.segreduce_csr(&values, csr(&offsets, support_empty), out, &op),
+            // SAFETY: the generated offsets are valid over the values (the checked one-shot
+            // accepted them first).
+            |out| unsafe {
+                ctx.segreduce_csr_unchecked(&values, csr(&offsets, support_empty), out, &op)
+            },
             || ctx.segreduce_plan::<T, u32>(csr(&offsets, support_empty), n),
             |plan, out| ctx.segreduce_apply(plan, &values, out, &op),
             |what, got| check_segreduce(what, got, &host_offsets, &bytes),
@@ -696,6 +708,19 @@ fn bench_spmv<T: SpmvValue>(r: Run) -> Result<Vec<Line>, String> {
             g,
             |y| {
                 ctx.spmv_csr(
+                    &values,
+                    &cols,
+                    csr(&offsets, support_empty),
+                    &x,
+                    y,
+                    &mul,
+                    &add,
+                )
+            },
+            // SAFETY: the generated rows and columns are valid for `x` (the checked one-shot
+            // accepted them first).
+            |y| unsafe {
+                ctx.spmv_csr_unchecked(
                     &values,
                     &cols,
                     csr(&offsets, support_empty),

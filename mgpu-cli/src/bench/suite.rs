@@ -5,7 +5,7 @@
 //! to stderr as they are measured, the summary to stdout (and `--markdown FILE`).
 //!
 //! The rows (`ENTRIES`), each at 2^24 and 2^28 (the two ends of `--sizes`; `--quick`: 2^24
-//! alone), 40 in all:
+//! alone), 42 in all:
 //!
 //! | rows | types | peer |
 //! |---|---|---|
@@ -16,7 +16,7 @@
 //! | select-if/50% | i32 | CUB DeviceSelect::If |
 //! | unique/run10, reduce-by-key/run10 (mean run length 10) | i32 | CUB DeviceSelect::Unique, DeviceReduce::ReduceByKey |
 //! | segreduce/fixed-20, fixed-500, powerlaw (one-shot) | i32 | CUB DeviceSegmentedReduce::Sum |
-//! | spmv/random-32, and its apply after a plan (size: nonzeros) | f32 | cuSPARSE SpMV |
+//! | spmv/random-32: the one-shot, the unchecked one-shot, the apply after a plan (size: nonzeros) | f32 | cuSPARSE SpMV |
 //!
 //! Time: about 2-3 minutes on an H100 with the CUB peer and the kernels cached. The GPU's own
 //! share is small (23 timed runs of each row, of mgpu and of the peer: about 10 s at 2^28, the
@@ -106,7 +106,11 @@ const ENTRIES: &[Entry] = &[
     },
     Entry {
         primitive: "spmv",
-        rows: &["spmv/random-32", "spmv/random-32/apply"],
+        rows: &[
+            "spmv/random-32",
+            "spmv/random-32/unchecked",
+            "spmv/random-32/apply",
+        ],
         types: &["f32"],
         peer: ("cusparse", "cuSPARSE SpMV"),
     },
@@ -283,7 +287,8 @@ pub(crate) fn run(
          bytes the row must move (segreduce, spmv), as `mgpu bench`'s vs_mcpy"
             .to_string(),
         "size: elements (spmv: nonzeros); radix-pairs: u32 values; run10: runs of mean length \
-         10; segreduce and spmv: the one-shot call, /apply: after a plan built outside the timing"
+         10; segreduce and spmv: the one-shot call, /unchecked: the one-shot without the \
+         geometry's validation, /apply: after a plan built outside the timing"
             .to_string(),
     ];
     let summary = markdown(&heading, &lines);
@@ -347,14 +352,14 @@ mod tests {
     }
 
     #[test]
-    fn the_suite_has_its_forty_rows_in_order() {
+    fn the_suite_has_its_forty_two_rows_in_order() {
         let a = defaults();
         let runs = plan(&a);
         assert_eq!(runs.len(), 28);
         assert!(runs.iter().all(|(_, r)| r.sizes.start() == r.sizes.end()));
         let measured: Vec<_> = runs.iter().map(|(e, r)| (*e, r, fake(r))).collect();
         let lines: Vec<Line> = pick(&measured).unwrap().into_iter().map(|p| p.0).collect();
-        assert_eq!(lines.len(), 40);
+        assert_eq!(lines.len(), 42);
         let head: Vec<_> = lines[..6]
             .iter()
             .map(|l| format!("{} {} {}", l.row, l.ty, l.log2))
@@ -383,7 +388,7 @@ mod tests {
         // Each row's own peer: the radix sort's for the radix rows.
         assert_eq!(radix[0].peer_ms, Some(4.0));
         assert_eq!(lines[0].peer_ms, Some(2.0));
-        let last = &lines[39];
+        let last = &lines[41];
         assert_eq!((last.row.as_str(), last.log2), ("spmv/random-32/apply", 28));
         // spmv's peer is cuSPARSE, which the fake records lack.
         assert_eq!(last.peer_ms, None);
