@@ -3,15 +3,17 @@
 //!
 //! On the GPU the work is balanced by positions and segments are sorted by their length:
 //! - short segments (up to a quarter of a tile) are packed whole into tiles that one CTA sorts
-//!   in shared memory, by (segment, key);
+//!   in shared memory, by (segment, key), or, where they hold at most 64 keys, by placing each
+//!   key at its rank in its segment;
 //! - longer ones are cut into tiles from their own start, each tile is sorted, and merge passes
 //!   run within each segment until its runs cover it (a segment of `m` tiles takes
 //!   `ceil(log2 m)` passes, whatever its neighbours need);
 //! - segments of millions of keys are sorted one by one, by the whole-array sort (the radix sort
 //!   for arithmetic keys under the built-in comparators).
 //!
-//! Finding which segments are which reads the offsets once and waits for the GPU once, after the
-//! offsets' validation.
+//! The offsets' validation also finds the longest segment, which picks the work: none for
+//! segments of at most one key, the packed tiles alone for short ones. Finding the longer
+//! segments reads the offsets once more and waits for the GPU a second time.
 
 use crate::buffer::{check_place, length_mismatch, output, View, ViewMut};
 use crate::context::Backend;
