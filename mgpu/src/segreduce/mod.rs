@@ -233,17 +233,7 @@ impl Context {
         out: &mut impl SliceMut<T>,
         op: &Op<T>,
     ) -> Result<()> {
-        let name = "segreduce_csr";
-        let values = values.parts();
-        values.check(self, "the values")?;
-        let segs = Segments {
-            offsets: csr.offsets(self)?,
-            sources: None,
-            count: values.len,
-            support_empty: csr.allow_empty,
-        };
-        let out = output(self, out, "the output")?;
-        self.segreduce_run(name, segs, ItemSource::Values(values), out, op, Checked::No)
+        self.segreduce_csr_as("segreduce_csr", values, csr, out, op, Checked::No)
     }
 
     /// [`segreduce_csr`](Context::segreduce_csr) without the offsets' validation, for callers
@@ -281,6 +271,19 @@ impl Context {
         op: &Op<T>,
     ) -> Result<()> {
         let name = "segreduce_csr_unchecked";
+        self.segreduce_csr_as(name, values, csr, out, op, Checked::Caller)
+    }
+
+    /// `segreduce_csr` and its unchecked form: the arguments' places, then the reduction.
+    fn segreduce_csr_as<T: Element, O: Offset>(
+        &self,
+        name: &'static str,
+        values: &impl Source<T>,
+        csr: Csr<'_, O>,
+        out: &mut impl SliceMut<T>,
+        op: &Op<T>,
+        checked: Checked<'_>,
+    ) -> Result<()> {
         let values = values.parts();
         values.check(self, "the values")?;
         let segs = Segments {
@@ -290,14 +293,7 @@ impl Context {
             support_empty: csr.allow_empty,
         };
         let out = output(self, out, "the output")?;
-        self.segreduce_run(
-            name,
-            segs,
-            ItemSource::Values(values),
-            out,
-            op,
-            Checked::Caller,
-        )
+        self.segreduce_run(name, segs, ItemSource::Values(values), out, op, checked)
     }
 
     /// Like [`segreduce_csr`](Context::segreduce_csr), but the segments cover `count` positions

@@ -77,21 +77,8 @@ impl Context {
         mul: &Op<T>,
         add: &Op<T>,
     ) -> Result<()> {
-        let cols = input(self, cols, "the column indices")?;
-        let count = cols.len();
-        self.spmv(
-            "spmv_csr",
-            Some(input(self, matrix, "the matrix values")?),
-            cols,
-            rows,
-            None,
-            count,
-            x,
-            y,
-            Some(mul),
-            add,
-            Checked::No,
-        )
+        let args = (matrix, cols, rows, x);
+        self.spmv_csr_as("spmv_csr", args, y, mul, add, Checked::No)
     }
 
     /// [`spmv_csr`](Context::spmv_csr) without the checks of the rows and the column indices,
@@ -137,11 +124,26 @@ impl Context {
         mul: &Op<T>,
         add: &Op<T>,
     ) -> Result<()> {
+        let args = (matrix, cols, rows, x);
+        self.spmv_csr_as("spmv_csr_unchecked", args, y, mul, add, Checked::Caller)
+    }
+
+    /// `spmv_csr` and its unchecked form: `(matrix, cols, rows, x)`, the places, then the product.
+    fn spmv_csr_as<T: Element, O: Offset>(
+        &self,
+        name: &'static str,
+        (matrix, cols, rows, x): (&impl Slice<T>, &impl Slice<u32>, Csr<'_, O>, &impl Slice<T>),
+        y: &mut impl SliceMut<T>,
+        mul: &Op<T>,
+        add: &Op<T>,
+        checked: Checked<'_>,
+    ) -> Result<()> {
         let cols = input(self, cols, "the column indices")?;
         let count = cols.len();
+        let matrix = Some(input(self, matrix, "the matrix values")?);
         self.spmv(
-            "spmv_csr_unchecked",
-            Some(input(self, matrix, "the matrix values")?),
+            name,
+            matrix,
             cols,
             rows,
             None,
@@ -150,7 +152,7 @@ impl Context {
             y,
             Some(mul),
             add,
-            Checked::Caller,
+            checked,
         )
     }
 
