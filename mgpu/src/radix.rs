@@ -240,7 +240,7 @@ impl<K: Element> RadixKey<K> {
 }
 
 /// The radix key of a built-in order on a built-in arithmetic type, if `K` is one.
-fn builtin_key<K: Element>(comparator: &Comparator<K>) -> Option<RadixKey<K>> {
+pub(crate) fn builtin_key<K: Element>(comparator: &Comparator<K>) -> Option<RadixKey<K>> {
     let order = comparator.builtin_order()?;
     let key = arithmetic_key::<K>()?;
     Some(match order {

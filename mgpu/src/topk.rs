@@ -2,18 +2,22 @@
 //! smallest under `less`, the k largest under `greater`), sorted, and deterministic: equivalent
 //! keys keep their input order, so the result is the first `k` of the stable sort.
 //!
-//! On the GPU a small `k` (up to a quarter of a tile) costs no full sort: every tile of the keys
-//! is sorted and keeps its first `k`, round after round, so the keys are read once. A larger `k`
-//! sorts a copy. Per segment: the segmented sort of a copy, then the first `k` of each segment
-//! (a segment of millions of keys by the tile rounds).
+//! On the GPU, arithmetic keys in a built-in order are selected by radix (`cuda::select`): one
+//! CTA per segment, or per chunk of a whole array round after round, finds the k-th key digit by
+//! digit in shared memory and keeps the first `k`; the keys are read once and nothing is sorted
+//! but the `k` kept. Other comparators: a small `k` (up to a quarter of a tile) sorts every tile
+//! of the keys and keeps its first `k`, round after round; a larger `k` sorts a copy; per
+//! segment, the segmented sort of a copy, then the first `k` of each segment.
 
 use crate::buffer::{input, length_mismatch, output, View, ViewMut};
 use crate::context::Backend;
 use crate::cuda::segreduce::SegItems;
 use crate::cuda::segsort::{self as gpu_topk, Geometry};
+use crate::cuda::select;
 use crate::cuda::sort::SortValues;
 use crate::error::LengthRule::{AtLeast, Equal};
 use crate::error::{invalid, Error, Result};
+use crate::radix::{builtin_key, RadixKey};
 use crate::segreduce::args::{host, Bounds, Segments};
 use crate::segreduce::{seg_tuning, validate, Csr};
 use crate::{Comparator, Context, Element, Offset, Slice, SliceMut};
@@ -220,10 +224,16 @@ impl Context {
                     }
                     None => 0,
                 };
-                let n = keys.len() as u64;
-                gpu.ordered(&homes, || {
-                    gpu_topk::top_k(gpu, self.arch(), kp, n, k as u64, comparator, op, ip)
-                })
+                let (n, k) = (keys.len() as u64, k as u64);
+                let arch = self.arch();
+                match builtin_key(comparator).filter(|key| select::array_fits(key, n, k)) {
+                    Some(key) => gpu.ordered(&homes, || {
+                        select::top_k(gpu, arch, &key, kp, n, k, op, ip)
+                    }),
+                    None => gpu.ordered(&homes, || {
+                        gpu_topk::top_k(gpu, arch, kp, n, k, comparator, op, ip)
+                    }),
+                }
             }
         }
     }
@@ -374,10 +384,29 @@ impl Context {
                     }
                     None => 0,
                 };
+                let num_segments = segs.offsets.len() as u64;
+                let fits = |key: &RadixKey<K>| select::segments_fit(gpu, key, longest, k as u64);
+                if let Some(key) = builtin_key(comparator).filter(fits) {
+                    let wide = std::mem::size_of::<O>() == 8;
+                    let geometry = (offsets, wide, num_segments, longest);
+                    return gpu.ordered(&homes, || {
+                        select::segmented_top_k(
+                            gpu,
+                            self.arch(),
+                            &key,
+                            geometry,
+                            kp,
+                            count as u64,
+                            k as u64,
+                            op,
+                            ip,
+                        )
+                    });
+                }
                 let t = gpu_topk::table_tuning::<K, u32>(self.arch(), SortValues::Pairs)?;
                 let geometry = Geometry {
                     offsets,
-                    num_segments: segs.offsets.len() as u64,
+                    num_segments,
                     count: count as u64,
                     longest,
                 };

@@ -1,7 +1,8 @@
 //! top_k, top_k_indices, top_k_pairs, segmented_top_k and segmented_top_k_indices on every
 //! backend against a serial reference (the first k of the stable sort): k at 0, 1, the GPU's
 //! switch from tile rounds to a whole sort, and n; ties, float specials, a user type, segments
-//! shorter than k, empty and huge ones, and bad arguments.
+//! shorter than k, empty and huge ones, every key width with `u32` and `u64` offsets, past 2^31
+//! keys, and bad arguments.
 
 mod common;
 
@@ -247,5 +248,169 @@ fn bad_arguments() {
         ctx.segmented_top_k(&keys, Csr::new(&offsets), 2, &mut out, &Comparator::less())
             .unwrap();
         assert_eq!(out.to_vec().unwrap(), [3, 9, 1, 2]);
+    }
+}
+
+/// The offsets of segments of `lengths`, as `u32` or `u64`.
+fn offsets_of(lengths: &[usize]) -> Vec<u64> {
+    let mut at = 0u64;
+    lengths
+        .iter()
+        .map(|&l| {
+            let s = at;
+            at += l as u64;
+            s
+        })
+        .collect()
+}
+
+/// Runs segmented_top_k_indices and segmented_top_k over `lengths` and checks every segment's
+/// slots against the reference (slots past a short segment untouched).
+fn check_segments<K: TestElement>(
+    ctx: &Context,
+    keys: &[K],
+    lengths: &[usize],
+    wide: bool,
+    k: usize,
+    comp: &Comparator<K>,
+    what: &str,
+) {
+    let offsets = offsets_of(lengths);
+    let kb = ctx.upload(keys).unwrap();
+    let slots = k * lengths.len();
+    let mut out = ctx.upload(&vec![K::poison(); slots]).unwrap();
+    let mut idx = ctx.upload(&vec![u32::MAX; slots]).unwrap();
+    let mut keys_only = ctx.upload(&vec![K::poison(); slots]).unwrap();
+    if wide {
+        let ob = ctx.upload(&offsets).unwrap();
+        let csr = Csr::allow_empty(&ob);
+        ctx.segmented_top_k_indices(&kb, csr, k, &mut out, &mut idx, comp)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        ctx.segmented_top_k(&kb, csr, k, &mut keys_only, comp)
+            .unwrap();
+    } else {
+        let narrow: Vec<u32> = offsets.iter().map(|&o| o as u32).collect();
+        let ob = ctx.upload(&narrow).unwrap();
+        let csr = Csr::allow_empty(&ob);
+        ctx.segmented_top_k_indices(&kb, csr, k, &mut out, &mut idx, comp)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        ctx.segmented_top_k(&kb, csr, k, &mut keys_only, comp)
+            .unwrap();
+    }
+    let (got, got_idx) = (out.to_vec().unwrap(), idx.to_vec().unwrap());
+    let mut expect = vec![K::poison(); slots];
+    let mut expect_idx = vec![u32::MAX; slots];
+    let mut start = 0;
+    for (s, &l) in lengths.iter().enumerate() {
+        let m = k.min(l);
+        let (e, ei) = reference(&keys[start..start + l], m, comp);
+        expect[s * k..s * k + m].copy_from_slice(&e);
+        expect_idx[s * k..s * k + m].copy_from_slice(&ei);
+        start += l;
+    }
+    same(&got, &expect).unwrap_or_else(|e| panic!("{what} keys: {e}"));
+    if got_idx != expect_idx {
+        let at = got_idx.iter().zip(&expect_idx).position(|(a, b)| a != b);
+        panic!("{what} indices differ at slot {at:?} (segment {:?})", at.map(|a| a / k));
+    }
+    same(&keys_only.to_vec().unwrap(), &expect).unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
+/// Rows and mixed CSR segments of every key width, `u32` and `u64` offsets: lengths around the
+/// GPU's shared-memory stage (rows of 128..32768, one past 2^15 and one too long for 8-byte keys
+/// to stage), k from 1 past the most the selection keeps.
+fn segmented_types<K: TestElement + mgpu::Arithmetic>() {
+    let mut r = rng();
+    for ctx in backends() {
+        let mixed: Vec<usize> = (0..200)
+            .map(|_| [0, 1, 2, 7, 64, 500, 3000][r.random_range(0..7)])
+            .chain([8191, 8193, 33_000])
+            .collect();
+        let cases = [vec![128; 300], vec![4096; 20], vec![32768; 3], mixed];
+        for (case, lengths) in cases.iter().enumerate() {
+            let n: usize = lengths.iter().sum();
+            let keys = keys_with_ties::<K>(&mut r, n);
+            for k in [1, 8, 64, 1024, 4097] {
+                for comp in [Comparator::less(), Comparator::greater()] {
+                    let wide = r.random_bool(0.5);
+                    let what = format!(
+                        "{} case {case} k={k} {} wide={wide}",
+                        K::CUDA_TYPE,
+                        comp.name()
+                    );
+                    check_segments(&ctx, &keys, lengths, wide, k, &comp, &what);
+                }
+            }
+        }
+    }
+}
+
+per_type!(segmented_types: segmented_i32: i32, segmented_u8: u8, segmented_i64: i64,
+    segmented_f64: f64);
+
+#[test]
+fn segmented_float_specials() {
+    let mut r = rng();
+    let specials = [
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7fc0_1234),
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::from_bits(1),
+        1.5,
+        -2.0,
+    ];
+    for ctx in backends() {
+        let lengths: Vec<usize> = (0..60).map(|i| [0, 1, 100, 4096][i % 4]).collect();
+        let n = lengths.iter().sum();
+        let keys: Vec<f32> = (0..n)
+            .map(|_| specials[r.random_range(0..specials.len())])
+            .collect();
+        for k in [1, 7, 100, 4096] {
+            for comp in [Comparator::less(), Comparator::greater()] {
+                let what = format!("specials k={k} {}", comp.name());
+                check_segments(&ctx, &keys, &lengths, false, k, &comp, &what);
+            }
+        }
+        check_top_k(&ctx, &keys, 70, &Comparator::greater(), "specials whole");
+    }
+}
+
+/// Past 2^31 keys (MGPU_BIG=1): the smallest keys planted on both sides of 2^31, ties among
+/// them, positions past 2^31 kept in input order.
+#[test]
+fn top_k_past_2_31() {
+    let Some(ctx) = big_gpu("about 3 GB") else {
+        return;
+    };
+    let mut r = rng();
+    let n = (1usize << 31) + 5000;
+    let mut keys: Vec<u8> = (0..n).map(|_| r.random_range(20..=255)).collect();
+    let mut planted: Vec<u32> = (0..300)
+        .map(|i| {
+            let around = if i % 2 == 0 { 1usize << 31 } else { n / 3 };
+            (around + r.random_range(0..4000) - 2000) as u32
+        })
+        .collect();
+    planted.sort_unstable();
+    planted.dedup();
+    for &p in &planted {
+        keys[p as usize] = r.random_range(0..8);
+    }
+    let mut expect: Vec<(u8, u32)> = planted.iter().map(|&p| (keys[p as usize], p)).collect();
+    expect.sort_unstable();
+    let input = ctx.upload(&keys).unwrap();
+    for k in [1, 64, 200] {
+        let mut out = ctx.upload(&vec![255u8; k]).unwrap();
+        let mut idx = ctx.upload(&vec![u32::MAX; k]).unwrap();
+        ctx.top_k_indices(&input, k, &mut out, &mut idx, &Comparator::less())
+            .unwrap();
+        let want: Vec<u8> = expect[..k].iter().map(|e| e.0).collect();
+        let want_idx: Vec<u32> = expect[..k].iter().map(|e| e.1).collect();
+        assert_eq!(out.to_vec().unwrap(), want, "k={k}");
+        assert_eq!(idx.to_vec().unwrap(), want_idx, "k={k}");
     }
 }

@@ -16,6 +16,7 @@ pub mod reduce_by_key;
 pub mod registry;
 pub mod scan;
 pub mod segreduce;
+pub(crate) mod select;
 pub mod segsort;
 pub mod sort;
 pub mod transform;

@@ -76,7 +76,11 @@ impl KernelFamily for Radix {
     type Spec = RadixSpec;
     const NAME: &'static str = "radix";
     const FILES: &'static [&'static str] =
-        &[headers::LOOKBACK, include_str!("kernels/kernel_radix.cu")];
+        &[
+        headers::LOOKBACK,
+        include_str!("kernels/kernel_radix.cu"),
+        include_str!("kernels/kernel_select.cu"),
+    ];
     const PARTS: &'static [Part] = &[
         Part {
             name: "radix_tile",
@@ -93,6 +97,10 @@ impl KernelFamily for Radix {
         Part {
             name: "radix_count",
             kernels: &["mgpu_radix_count", "mgpu_radix_starts", "mgpu_radix_fill"],
+        },
+        Part {
+            name: "radix_select",
+            kernels: &["mgpu_radix_select"],
         },
     ];
     fn prelude(spec: &RadixSpec, p: &mut Prelude) {
