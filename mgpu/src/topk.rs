@@ -227,9 +227,9 @@ impl Context {
                 let (n, k) = (keys.len() as u64, k as u64);
                 let arch = self.arch();
                 match builtin_key(comparator).filter(|key| select::array_fits(key, n, k)) {
-                    Some(key) => gpu.ordered(&homes, || {
-                        select::top_k(gpu, arch, &key, kp, n, k, op, ip)
-                    }),
+                    Some(key) => {
+                        gpu.ordered(&homes, || select::top_k(gpu, arch, &key, kp, n, k, op, ip))
+                    }
                     None => gpu.ordered(&homes, || {
                         gpu_topk::top_k(gpu, arch, kp, n, k, comparator, op, ip)
                     }),

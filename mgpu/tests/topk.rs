@@ -311,7 +311,10 @@ fn check_segments<K: TestElement>(
     same(&got, &expect).unwrap_or_else(|e| panic!("{what} keys: {e}"));
     if got_idx != expect_idx {
         let at = got_idx.iter().zip(&expect_idx).position(|(a, b)| a != b);
-        panic!("{what} indices differ at slot {at:?} (segment {:?})", at.map(|a| a / k));
+        panic!(
+            "{what} indices differ at slot {at:?} (segment {:?})",
+            at.map(|a| a / k)
+        );
     }
     same(&keys_only.to_vec().unwrap(), &expect).unwrap_or_else(|e| panic!("{what}: {e}"));
 }

@@ -16,8 +16,8 @@ pub mod reduce_by_key;
 pub mod registry;
 pub mod scan;
 pub mod segreduce;
-pub(crate) mod select;
 pub mod segsort;
+pub(crate) mod select;
 pub mod sort;
 pub mod transform;
 
@@ -336,7 +336,14 @@ impl Gpu {
         args: &A,
     ) -> Result<()> {
         let (f, _) = module.function(A::KERNEL);
-        if shared_bytes > 48 * 1024 {
+        // Past 48 KiB of static and dynamic shared memory together, a kernel must be allowed more.
+        let fixed = match shared_bytes {
+            0 => 0,
+            _ => f
+                .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+                .map_err(driver("reading a kernel's shared memory"))?,
+        };
+        if shared_bytes + fixed as u32 > 48 * 1024 {
             f.set_attribute(
                 sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 shared_bytes as i32,

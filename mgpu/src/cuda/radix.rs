@@ -75,8 +75,7 @@ pub struct Radix;
 impl KernelFamily for Radix {
     type Spec = RadixSpec;
     const NAME: &'static str = "radix";
-    const FILES: &'static [&'static str] =
-        &[
+    const FILES: &'static [&'static str] = &[
         headers::LOOKBACK,
         include_str!("kernels/kernel_radix.cu"),
         include_str!("kernels/kernel_select.cu"),

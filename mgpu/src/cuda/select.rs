@@ -68,7 +68,11 @@ impl<'a, K: Element> Selector<'a, K> {
     /// The dynamic shared memory of segments of up to `longest` keys keeping `k`.
     fn shared_bytes(&self, longest: u64, k: u64, sorted: bool) -> u64 {
         let kept = k.min(longest);
-        let width = if sorted { kept.next_power_of_two() } else { kept };
+        let width = if sorted {
+            kept.next_power_of_two()
+        } else {
+            kept
+        };
         longest.max(width).next_multiple_of(4) * self.number + width * 4
     }
 
@@ -107,12 +111,16 @@ impl<'a, K: Element> Selector<'a, K> {
             local: local as i32,
             begin_bit: range.start as i32,
             bits: (range.end - range.start) as i32,
-            flip: if self.key.is_descending() { u64::MAX } else { 0 },
+            flip: if self.key.is_descending() {
+                u64::MAX
+            } else {
+                0
+            },
             sorted: sorted as i32,
             out_keys,
             out_positions,
         };
-        let threads = (longest.next_power_of_two() / 16).clamp(128, 1024) as u32;
+        let threads = (longest.next_power_of_two() / 16).clamp(128, 512) as u32;
         let grid = num_segments.min(i32::MAX as u64) as u32;
         let shared = self.shared_bytes(longest, k, sorted) as u32;
         self.gpu

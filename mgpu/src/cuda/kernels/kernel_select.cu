@@ -9,6 +9,10 @@
 
 #if defined(MGPU_WANT_mgpu_radix_select)
 #define SELECT_MAX_WARPS 32
+// Keys a thread ranks per round of the selection (registers: the number and two ballots each).
+#define SELECT_V (sizeof(U) == 8 ? 2 : 4)
+// Kept keys that one warp sorts alone (no CTA barriers).
+#define SELECT_WARP_SORT 256
 
 struct __align__(16) SelectShared {
   unsigned hist[RADIX_BINS];
@@ -17,6 +21,7 @@ struct __align__(16) SelectShared {
   unsigned equal[2][SELECT_MAX_WARPS];
   unsigned digit;
   unsigned remaining;
+  unsigned in_digit;
 };
 
 __device__ __forceinline__ unsigned lanemask_lt() {
@@ -29,10 +34,45 @@ __device__ __forceinline__ u64 segment_offset(const void* offsets, int wide, u64
   return wide ? ((const u64*)offsets)[i] : (u64)((const unsigned*)offsets)[i];
 }
 
+// Adds the lanes' keys of digit `digit` (where `counted`) to `hist`: one atomic per distinct
+// digit of the warp, so that keys sharing their top digits (most keys, in the first pass) do not
+// serialize on one counter. Called by every lane of the warp.
+__device__ __forceinline__ void count_digit(unsigned* hist, unsigned digit, bool counted) {
+  const unsigned lanes = __ballot_sync(MGPU_FULL_MASK, counted);
+  if (counted) {
+    const unsigned peers = __match_any_sync(lanes, digit);
+    if ((peers & lanemask_lt()) == 0) atomicAdd(&hist[digit], __popc(peers));
+  }
+}
+
+// (number, index) pairs at `nums`, `index` (a power of two of them): a bitonic sort by `lanes`
+// threads from `lane`, which `sync` brings together after each step.
+template <typename Sync>
+__device__ __forceinline__ void bitonic(U* nums, unsigned* index, int width, int lane, int lanes,
+                                        Sync sync) {
+  for (int size = 2; size <= width; size <<= 1) {
+    for (int stride = size / 2; stride > 0; stride /= 2) {
+      for (int j = lane; j < width / 2; j += lanes) {
+        const int a = 2 * j - (j & (stride - 1)), b = a + stride;
+        const U xa = nums[a], xb = nums[b];
+        const unsigned ia = index[a], ib = index[b];
+        const bool after = xa > xb || (xa == xb && ia > ib);
+        if (after == ((a & size) == 0)) {
+          nums[a] = xb;
+          nums[b] = xa;
+          index[a] = ib;
+          index[b] = ia;
+        }
+      }
+      sync();
+    }
+  }
+}
+
 // Segment `segment`'s keys (its numbers in `nums[0..len)`), the first `k` selected to
 // `out_keys[segment * k ..]` and their positions (the input's `positions` at them, else the
 // index in the segment where `local`, else in the whole input) to `out_positions`.
-extern "C" __global__ void __launch_bounds__(1024)
+extern "C" __global__ void __launch_bounds__(512, 3)
     mgpu_radix_select(const K* __restrict__ keys, const unsigned* __restrict__ positions,
                       const void* offsets, int wide_offsets, u64 chunk, u64 num_segments,
                       u64 count, unsigned k, int local, int begin_bit, int bits, u64 flip,
@@ -43,6 +83,7 @@ extern "C" __global__ void __launch_bounds__(1024)
   const int warps = nt / MGPU_WARP;
   const U mask = bits >= (int)(8 * sizeof(U)) ? ~(U)0 : (((U)1 << bits) - 1);
   const int passes = (bits + RADIX_BITS - 1) / RADIX_BITS;
+  const int top_shift = (passes - 1) * RADIX_BITS;
   const U highest = ~(U)0;
 
   for (u64 segment = blockIdx.x; segment < num_segments; segment += gridDim.x) {
@@ -63,28 +104,45 @@ extern "C" __global__ void __launch_bounds__(1024)
     const int width = sorted && kk > 1 ? 1 << (32 - __clz(kk - 1)) : kk;
     unsigned* index = (unsigned*)(nums + ((max(len, width) + 3) & ~3));
     const K* segment_keys = keys + start;
+    const bool all = kk == len;
 
-#pragma unroll 4
-    for (int i = tid; i < len; i += nt)
-      nums[i] = (((U)(MGPU_ORDER_BITS(segment_keys[i])) ^ (U)flip) >> begin_bit) & mask;
+    // Stage the numbers, counting the top digits on the way.
+    for (int b = tid; b < RADIX_BINS; b += nt) s.hist[b] = 0;
+    __syncthreads();
+    for (int first = 0; first < len; first += 4 * nt) {
+      K key[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (first + j * nt + tid < len) key[j] = segment_keys[first + j * nt + tid];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int i = first + j * nt + tid;
+        const U x = (((U)(MGPU_ORDER_BITS(key[j])) ^ (U)flip) >> begin_bit) & mask;
+        if (i < len) nums[i] = x;
+        if (!all) count_digit(s.hist, (unsigned)(x >> top_shift) & (RADIX_BINS - 1), i < len);
+      }
+    }
     __syncthreads();
 
-    if (kk == len) {
-      for (int i = tid; i < len; i += nt) index[i] = i;
-    } else {
-      // T, the kk-th smallest number, one digit per pass from the top; `remaining` ends as how
-      // many keys equal to T are kept.
-      U prefix = 0, known = 0;
-      unsigned remaining = kk;
+    // T's digits known so far (`known` of them, as `prefix`); `remaining`: how many of the keys
+    // whose known digits are T's are kept (the first ones in input order). All keys whose known
+    // digits are below T's are kept.
+    U prefix = 0, known = 0;
+    unsigned remaining = kk;
+    if (!all) {
       for (int pass = passes - 1; pass >= 0; --pass) {
         const int shift = pass * RADIX_BITS;
-        for (int b = tid; b < RADIX_BINS; b += nt) s.hist[b] = 0;
-        __syncthreads();
-        for (int i = tid; i < len; i += nt) {
-          U x = nums[i];
-          if ((x & known) == prefix) atomicAdd(&s.hist[(unsigned)(x >> shift) & (RADIX_BINS - 1)], 1u);
+        if (pass != passes - 1) {
+          for (int b = tid; b < RADIX_BINS; b += nt) s.hist[b] = 0;
+          __syncthreads();
+          for (int first = 0; first < len; first += nt) {
+            const int i = first + tid;
+            const U x = i < len ? nums[i] : highest;
+            count_digit(s.hist, (unsigned)(x >> shift) & (RADIX_BINS - 1),
+                        i < len && (x & known) == prefix);
+          }
+          __syncthreads();
         }
-        __syncthreads();
         if (warp == 0) {
           constexpr int PER_LANE = RADIX_BINS / MGPU_WARP;
           unsigned c[PER_LANE], sum = 0;
@@ -93,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(1024)
           unsigned inclusive = sum;
 #pragma unroll
           for (int o = 1; o < MGPU_WARP; o <<= 1) {
-            unsigned t = __shfl_up_sync(MGPU_FULL_MASK, inclusive, o);
+            const unsigned t = __shfl_up_sync(MGPU_FULL_MASK, inclusive, o);
             if (lane >= o) inclusive += t;
           }
           unsigned before = inclusive - sum;
@@ -102,6 +160,7 @@ extern "C" __global__ void __launch_bounds__(1024)
             if (before < remaining && remaining <= before + c[j]) {
               s.digit = lane * PER_LANE + j;
               s.remaining = remaining - before;
+              s.in_digit = c[j];
             }
             before += c[j];
           }
@@ -110,65 +169,84 @@ extern "C" __global__ void __launch_bounds__(1024)
         prefix |= (U)s.digit << shift;
         known |= (U)(RADIX_BINS - 1) << shift;
         remaining = s.remaining;
+        // Every key of T's digits so far is kept: no lower digit decides.
+        if (s.in_digit == remaining) break;
       }
+    }
 
-      // Keep, in input order, every key below T and the first `remaining` equal to T. A kept
-      // key's place is at most its index, and later rounds read higher indices only: nums is
-      // compacted in place.
+    if (all) {
+      for (int i = tid; i < len; i += nt) index[i] = i;
+    } else {
+      // Keep, in input order, the keys below T's known digits and the first `remaining` equal
+      // to them. A warp ranks SELECT_V runs of 32 consecutive keys; a round, nt * SELECT_V keys.
+      // A kept key's place is at most its index, and later rounds read higher indices only:
+      // nums is compacted in place.
       unsigned below_base = 0, equal_base = 0;
-      for (int first = 0, round = 0; first < len; first += nt, ++round) {
-        const int i = first + tid, buffer = round & 1;
-        const U x = i < len ? nums[i] : highest;
-        const bool lt = i < len && x < prefix, eq = i < len && x == prefix;
-        const unsigned lts = __ballot_sync(MGPU_FULL_MASK, lt);
-        const unsigned eqs = __ballot_sync(MGPU_FULL_MASK, eq);
+      for (int first = 0, round = 0; first < len; first += nt * SELECT_V, ++round) {
+        const int buffer = round & 1, warp_first = first + warp * MGPU_WARP * SELECT_V;
+        U x[SELECT_V];
+        unsigned lts[SELECT_V], eqs[SELECT_V], warp_below = 0, warp_equal = 0;
+#pragma unroll
+        for (int j = 0; j < SELECT_V; ++j) {
+          const int i = warp_first + j * MGPU_WARP + lane;
+          x[j] = i < len ? nums[i] : highest;
+          const U y = x[j] & known;
+          lts[j] = __ballot_sync(MGPU_FULL_MASK, i < len && y < prefix);
+          eqs[j] = __ballot_sync(MGPU_FULL_MASK, i < len && y == prefix);
+          warp_below += __popc(lts[j]);
+          warp_equal += __popc(eqs[j]);
+        }
         if (lane == 0) {
-          s.below[buffer][warp] = __popc(lts);
-          s.equal[buffer][warp] = __popc(eqs);
+          s.below[buffer][warp] = warp_below;
+          s.equal[buffer][warp] = warp_equal;
         }
         __syncthreads();
-        unsigned below = below_base + __popc(lts & lanemask_lt());
-        unsigned equal = equal_base + __popc(eqs & lanemask_lt());
-        for (int w = 0; w < warps; ++w) {
-          const unsigned b = s.below[buffer][w], e = s.equal[buffer][w];
-          below_base += b;
-          equal_base += e;
-          below += w < warp ? b : 0;
-          equal += w < warp ? e : 0;
+        // The warps' counts, scanned across a warp's lanes.
+        unsigned b = lane < warps ? s.below[buffer][lane] : 0;
+        unsigned e = lane < warps ? s.equal[buffer][lane] : 0;
+#pragma unroll
+        for (int o = 1; o < MGPU_WARP; o <<= 1) {
+          const unsigned tb = __shfl_up_sync(MGPU_FULL_MASK, b, o);
+          const unsigned te = __shfl_up_sync(MGPU_FULL_MASK, e, o);
+          if (lane >= o) {
+            b += tb;
+            e += te;
+          }
         }
-        if (lt || (eq && equal < remaining)) {
-          const unsigned place = below + min(equal, remaining);
-          nums[place] = x;
-          index[place] = i;
+        unsigned below = below_base + __shfl_sync(MGPU_FULL_MASK, b, warp) - warp_below;
+        unsigned equal = equal_base + __shfl_sync(MGPU_FULL_MASK, e, warp) - warp_equal;
+        below_base += __shfl_sync(MGPU_FULL_MASK, b, MGPU_WARP - 1);
+        equal_base += __shfl_sync(MGPU_FULL_MASK, e, MGPU_WARP - 1);
+#pragma unroll
+        for (int j = 0; j < SELECT_V; ++j) {
+          const unsigned lb = below + __popc(lts[j] & lanemask_lt());
+          const unsigned le = equal + __popc(eqs[j] & lanemask_lt());
+          const bool lt = (lts[j] >> lane) & 1, eq = (eqs[j] >> lane) & 1;
+          if (lt || (eq && le < remaining)) {
+            const unsigned place = lb + min(le, remaining);
+            nums[place] = x[j];
+            index[place] = warp_first + j * MGPU_WARP + lane;
+          }
+          below += __popc(lts[j]);
+          equal += __popc(eqs[j]);
         }
         if (below_base + min(equal_base, remaining) >= (unsigned)kk) break;
       }
     }
     __syncthreads();
 
-    if (sorted) {
+    if (sorted && width > 1) {
       for (int j = kk + tid; j < width; j += nt) {
         nums[j] = highest;
         index[j] = ~0u;
       }
       __syncthreads();
-      // Bitonic sort of (number, index): distinct pairs, so the order is the stable one.
-      for (int size = 2; size <= width; size <<= 1) {
-        for (int stride = size / 2; stride > 0; stride /= 2) {
-          for (int j = tid; j < width / 2; j += nt) {
-            const int a = 2 * j - (j & (stride - 1)), b = a + stride;
-            const U xa = nums[a], xb = nums[b];
-            const unsigned ia = index[a], ib = index[b];
-            const bool after = xa > xb || (xa == xb && ia > ib);
-            if (after == ((a & size) == 0)) {
-              nums[a] = xb;
-              nums[b] = xa;
-              index[a] = ib;
-              index[b] = ia;
-            }
-          }
-          __syncthreads();
-        }
+      // Distinct (number, index) pairs: the order is the stable one.
+      if (width <= SELECT_WARP_SORT) {
+        if (warp == 0) bitonic(nums, index, width, lane, MGPU_WARP, [] { __syncwarp(); });
+        __syncthreads();
+      } else {
+        bitonic(nums, index, width, tid, nt, [] { __syncthreads(); });
       }
     }
 
