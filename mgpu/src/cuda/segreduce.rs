@@ -517,7 +517,12 @@ pub(crate) fn launch_validation(
     let bad = DeviceMem::alloc(gpu, 40)?;
     gpu.memset(bad.ptr, 0xff, 40)?; // no bad index yet, no segment longer than 0
     let block = 256u32;
-    if geometry.sources == 0 && checks.num_cols == 0 {
+    // The offsets-only kernel works in the offsets' width: 32-bit offsets over at most 2^32 - 1
+    // items.
+    let in_width = geometry.wide_offsets || geometry.count <= u32::MAX as u64;
+    // Offsets without sources: the offsets-only kernel, then the columns (if any) alone.
+    let offsets_alone = geometry.sources == 0 && in_width;
+    if offsets_alone && geometry.num_segments > 0 {
         let args = ValidateOffsetsArgs {
             offsets: geometry.offsets,
             num_segments: geometry.num_segments,
@@ -528,12 +533,20 @@ pub(crate) fn launch_validation(
         let grid = geometry.num_segments.div_ceil(VALIDATE_TILE);
         let grid = u32::try_from(grid).expect("fewer than 2^43 segments");
         gpu.launch(&module, grid, block, &args)?;
+    }
+    if offsets_alone && checks.num_cols == 0 {
         return Ok(Some(bad));
     }
+    let segments = if offsets_alone {
+        0
+    } else {
+        geometry.num_segments
+    };
+    let work = segments.max(checks.num_cols);
     let grid = work.div_ceil(block as u64).min(gpu.sm_count as u64 * 8) as u32;
     let args = ValidateArgs {
         offsets: geometry.offsets,
-        num_segments: geometry.num_segments,
+        num_segments: segments,
         count: geometry.count,
         strict: checks.strict as i32,
         sources: geometry.sources,

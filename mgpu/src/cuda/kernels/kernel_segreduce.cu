@@ -742,46 +742,54 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 // Validation of offsets alone (no sources, no columns), with mgpu_segreduce_validate's findings
 // in bad[0], bad[3] and bad[4]. One tile of VALIDATE_TILE segments per CTA: its offsets, with the
 // one before and the one after, are staged in shared memory by coalesced loads all in flight at
-// once, and each segment is then a few instructions on its neighbours there. Atomics are rare:
-// one per warp at most for each finding, and none where a smaller index (or a longer segment) is
-// already recorded.
+// once, and each segment is then a few instructions on its neighbours there, in the offsets' own
+// width (the host sends 32-bit offsets past 2^32 - 1 items to mgpu_segreduce_validate) and with
+// indices within the tile. Atomics are rare: one per warp at most for each finding, and none
+// where a smaller index (or a longer segment) is already recorded.
 #define VALIDATE_VT 8
 #define VALIDATE_TILE (VALIDATE_VT * 256)
+template <int S>
+struct OffsetWord {
+  typedef u64 type;
+};
+template <>
+struct OffsetWord<4> {
+  typedef unsigned type;
+};
 extern "C" __global__ void __launch_bounds__(256)
     mgpu_segreduce_validate_offsets(const O* offsets, u64 num_segments, u64 count, int strict,
                                     u64* bad) {
-  __shared__ u64 s[VALIDATE_TILE + 2];  // s[1 + j]: segment base + j's start; s[0] the one before
-  int tid = threadIdx.x, lane = tid % MGPU_WARP;
-  u64 base = (u64)blockIdx.x * VALIDATE_TILE;
-  O o[VALIDATE_VT];
+  typedef typename OffsetWord<sizeof(O)>::type W;
+  __shared__ __align__(16) W s[VALIDATE_TILE + 4];  // s[1 + j]: segment base + j's start; s[0] the one before
+  const int tid = threadIdx.x, lane = tid % MGPU_WARP;
+  const u64 base = (u64)blockIdx.x * VALIDATE_TILE;
+  const int live = (int)min((u64)VALIDATE_TILE, num_segments - base);
+  const W end = (W)count;
+  W o[VALIDATE_VT];
 #pragma unroll
   for (int u = 0; u < VALIDATE_VT; ++u) {
-    u64 i = base + u * 256 + tid;
-    o[u] = i < num_segments ? offsets[i] : (O)0;
+    const int j = u * 256 + tid;
+    o[u] = j < live ? (W)offsets[base + j] : end;  // past the last segment: its end, `count`
   }
-  // Past the last segment: its end, `count`.
 #pragma unroll
-  for (int u = 0; u < VALIDATE_VT; ++u) {
-    u64 i = base + u * 256 + tid;
-    s[1 + u * 256 + tid] = i < num_segments ? (u64)o[u] : count;
-  }
-  if (tid == 0) s[0] = base > 0 ? (u64)offsets[base - 1] : 0;
-  if (tid == 1) s[VALIDATE_TILE + 1] = base + VALIDATE_TILE < num_segments
-                                           ? (u64)offsets[base + VALIDATE_TILE] : count;
+  for (int u = 0; u < VALIDATE_VT; ++u) s[1 + u * 256 + tid] = o[u];
+  if (tid == 0) s[0] = base > 0 ? (W)offsets[base - 1] : 0;
+  if (tid == 1) s[VALIDATE_TILE + 1] = live == VALIDATE_TILE && base + VALIDATE_TILE < num_segments
+                                           ? (W)offsets[base + VALIDATE_TILE] : end;
   __syncthreads();
-  u64 first_bad = ~0ull, first_empty = ~0ull, longest = 0;
+  int first_bad = VALIDATE_TILE, first_empty = VALIDATE_TILE;
+  W longest = 0;
 #pragma unroll
-  for (int u = 0; u < VALIDATE_VT; ++u) {
-    int j = u * 256 + tid;
-    u64 i = base + j;
-    u64 prev = s[j], start = s[j + 1], next = s[j + 2];
-    bool ok = i == 0 ? start == 0 : strict ? start > prev : start >= prev;
-    ok = ok && (strict ? start < count : start <= count);
-    u64 len = next > start ? next - start : 0;
-    bool live = i < num_segments;
-    if (live && !ok) first_bad = min(first_bad, i);
-    if (live && len == 0) first_empty = min(first_empty, i);
-    if (live) longest = max(longest, len);
+  for (int u = VALIDATE_VT - 1; u >= 0; --u) {
+    const int j = u * 256 + tid;
+    const W prev = s[j], start = s[j + 1], next = s[j + 2];
+    bool ok = base == 0 && j == 0 ? start == 0 : strict ? start > prev : start >= prev;
+    ok = ok && (strict ? start < end : start <= end);
+    const W len = next > start ? next - start : 0;
+    // From the last to the first, so that the last one set is the smallest index.
+    first_bad = j < live && !ok ? j : first_bad;
+    first_empty = j < live && len == 0 ? j : first_empty;
+    longest = max(longest, len);  // 0 past the last segment
   }
 #pragma unroll
   for (int d = MGPU_WARP / 2; d > 0; d /= 2) {
@@ -791,9 +799,10 @@ extern "C" __global__ void __launch_bounds__(256)
   }
   if (lane == 0) {
     volatile u64* seen = bad;
-    if (first_bad < seen[0]) atomicMin(bad, first_bad);
-    if (!strict && first_empty < seen[3]) atomicMin(bad + 3, first_empty);
-    if (longest > 0 && ~longest < seen[4]) atomicMin(bad + 4, ~longest);
+    if (first_bad < VALIDATE_TILE && base + first_bad < seen[0]) atomicMin(bad, base + first_bad);
+    if (!strict && first_empty < VALIDATE_TILE && base + first_empty < seen[3])
+      atomicMin(bad + 3, base + first_empty);
+    if (longest > 0 && ~(u64)longest < seen[4]) atomicMin(bad + 4, ~(u64)longest);
   }
 }
 #endif
@@ -810,14 +819,15 @@ extern "C" __global__ void __launch_bounds__(256)
 // one beyond): one load per segment, all of a step's loads in flight at once.
 // Empty segments are counted by warp: the lowest of a warp's empties is one atomic, and a lane
 // that has seen one stops looking (its later segments come after it), so many empty segments are
-// no stream of atomics on one address.
+// no stream of atomics on one address. The columns are a second loop of their own: four to a
+// 16-byte load where they are aligned, VALIDATE_UNROLL loads in flight per thread.
 #define VALIDATE_UNROLL 8
 extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_segments, u64 count,
                                                    int strict, const O* sources, u64 data_len,
                                                    const unsigned* cols, u64 num_cols,
                                                    u64 vec_len, u64* bad) {
   u64 stride = (u64)gridDim.x * blockDim.x;
-  u64 end = max(num_segments, num_cols);
+  u64 end = num_segments;
   int lane = threadIdx.x % MGPU_WARP;
   bool seen_empty = strict;  // strict offsets that pass have no empty segment
   u64 longest = 0;
@@ -866,9 +876,33 @@ extern "C" __global__ void mgpu_segreduce_validate(const O* offsets, u64 num_seg
           }
         }
       }
-      if (i < num_cols && cols[i] >= vec_len) atomicMin(bad + 2, i);
     }
   }
+  // A column at or past vec_len (none can be past 2^32 - 1).
+  const bool narrow = vec_len <= 0xffffffffull;
+  const unsigned limit = (unsigned)vec_len;
+  u64 thread = (u64)blockIdx.x * blockDim.x + threadIdx.x, vectors = 0;
+  if (num_cols && ((u64)cols % 16) == 0) {
+    vectors = num_cols / 4;
+    const uint4* quads = (const uint4*)cols;
+    for (u64 q = thread; q < vectors; q += VALIDATE_UNROLL * stride) {
+      uint4 c[VALIDATE_UNROLL];
+#pragma unroll
+      for (int u = 0; u < VALIDATE_UNROLL; ++u)
+        c[u] = q + u * stride < vectors ? quads[q + u * stride] : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int u = 0; u < VALIDATE_UNROLL; ++u) {
+        unsigned top = max(max(c[u].x, c[u].y), max(c[u].z, c[u].w));
+        if (narrow && top >= limit) {
+          u64 at = 4 * (q + u * stride);
+          at += c[u].x >= limit ? 0 : c[u].y >= limit ? 1 : c[u].z >= limit ? 2 : 3;
+          atomicMin(bad + 2, at);
+        }
+      }
+    }
+  }
+  for (u64 i = 4 * vectors + thread; i < num_cols; i += stride)
+    if (narrow && cols[i] >= limit) atomicMin(bad + 2, i);
 #pragma unroll
   for (int d = MGPU_WARP / 2; d > 0; d /= 2) longest = max(longest, __shfl_xor_sync(~0u, longest, d));
   if (lane == 0 && longest > 0) atomicMin(bad + 4, ~longest);
