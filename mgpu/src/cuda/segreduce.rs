@@ -380,8 +380,11 @@ crate::kernel_args! {
     }
 }
 
-/// Segments per CTA of `mgpu_segreduce_validate_offsets` (its VALIDATE_TILE).
-const VALIDATE_TILE: u64 = 8 * 256;
+/// Segments per CTA of `mgpu_segreduce_validate_offsets` (its VALIDATE_TILE): 4 runs of a
+/// 16-byte load per thread.
+fn validate_tile(wide_offsets: bool) -> u64 {
+    4 * 256 * if wide_offsets { 2 } else { 4 }
+}
 
 crate::kernel_args! {
     // SAFETY: mgpu_segreduce_validate(const O* offsets, u64 num_segments, u64 count, int strict,
@@ -530,7 +533,9 @@ pub(crate) fn launch_validation(
             strict: checks.strict as i32,
             bad: bad.ptr,
         };
-        let grid = geometry.num_segments.div_ceil(VALIDATE_TILE);
+        let grid = geometry
+            .num_segments
+            .div_ceil(validate_tile(geometry.wide_offsets));
         let grid = u32::try_from(grid).expect("fewer than 2^43 segments");
         gpu.launch(&module, grid, block, &args)?;
     }

@@ -525,3 +525,59 @@ fn first_bad_index_among_many() {
         still_usable(&ctx, "many");
     }
 }
+
+/// A decreasing offset at every edge of the GPU's validation (a 16-byte run, a warp, a tile of
+/// 2048 or 4096 segments), in `u32` and `u64`, from an aligned buffer and from a view one offset
+/// into it (scalar loads); and the first empty segment at the same places.
+#[test]
+fn bad_offsets_at_validation_edges() {
+    for ctx in backends() {
+        let k = 9000usize;
+        let count = 3 * k as u64;
+        let values = ctx.upload(&vec![1u8; count as usize]).unwrap();
+        for p in [
+            2, 3, 4, 5, 127, 128, 129, 2047, 2048, 2049, 4095, 4096, 4097, 8999,
+        ] {
+            for shift in [0usize, 1] {
+                // Offsets from `shift` on; the view's segment p - 1 ends before it starts.
+                let mut offsets: Vec<u64> = (0..(k + shift) as u64).map(|i| 3 * i).collect();
+                let base = offsets[shift];
+                for o in offsets.iter_mut() {
+                    *o = o.saturating_sub(base);
+                }
+                let mut bad = offsets.clone();
+                bad[shift + p - 1] = bad[shift + p] + 1;
+                let mut empty = offsets.clone();
+                empty[shift + p] = empty[shift + p - 1];
+                let needle = format!("offsets[{p}] = {} is less than", bad[shift + p]);
+                let empty_needle = format!("offsets[{p}] = {} equals", empty[shift + p]);
+                for wide in [false, true] {
+                    let what = format!("{ctx:?} p={p} shift={shift} wide={wide}");
+                    let run = |o: &[u64], allow: bool| {
+                        let mut out = poisoned::<u8>(&ctx, k);
+                        let r = if wide {
+                            let buf = ctx.upload(o).unwrap();
+                            let view = buf.slice(shift..);
+                            let csr = Csr::new(&view).with_empty(allow);
+                            ctx.segreduce_csr(&values, csr, &mut out, &Op::plus())
+                        } else {
+                            let buf = ctx.upload(&to_o::<u32>(o)).unwrap();
+                            let view = buf.slice(shift..);
+                            let csr = Csr::new(&view).with_empty(allow);
+                            ctx.segreduce_csr(&values, csr, &mut out, &Op::plus())
+                        };
+                        (r, out.to_vec().unwrap())
+                    };
+                    let (r, got) = run(&bad, true);
+                    expect_invalid(r.unwrap_err(), &[&needle], &what);
+                    check(&got, &vec![u8::poison(); k], &what);
+                    let (r, _) = run(&empty, false);
+                    expect_invalid(r.unwrap_err(), &[&empty_needle], &what);
+                    let (r, got) = run(&empty, true);
+                    r.unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert_eq!(got[p - 1], 0, "{what}: the empty segment's sum");
+                }
+            }
+        }
+    }
+}

@@ -740,14 +740,16 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 
 #ifdef MGPU_WANT_mgpu_segreduce_validate_offsets
 // Validation of offsets alone (no sources, no columns), with mgpu_segreduce_validate's findings
-// in bad[0], bad[3] and bad[4]. One tile of VALIDATE_TILE segments per CTA: its offsets, with the
-// one before and the one after, are staged in shared memory by coalesced loads all in flight at
-// once, and each segment is then a few instructions on its neighbours there, in the offsets' own
-// width (the host sends 32-bit offsets past 2^32 - 1 items to mgpu_segreduce_validate) and with
-// indices within the tile. Atomics are rare: one per warp at most for each finding, and none
-// where a smaller index (or a longer segment) is already recorded.
-#define VALIDATE_VT 8
-#define VALIDATE_TILE (VALIDATE_VT * 256)
+// in bad[0], bad[3] and bad[4]. A thread checks VALIDATE_VECS runs of VALIDATE_RUN consecutive
+// segments, each run one 16-byte load (scalar loads where the offsets are not so aligned, and
+// for the last, partial run); a segment's neighbours come from its own run, the next lane's and
+// the previous lane's (shuffles), and the warp's edge lanes load the one beyond. Segments are
+// checked in the offsets' own width (the host sends 32-bit offsets past 2^32 - 1 items to
+// mgpu_segreduce_validate) with indices within the CTA's tile. Atomics are rare: one per warp at
+// most for each finding, and none where a smaller index (or a longer segment) is already recorded.
+#define VALIDATE_VECS 4
+#define VALIDATE_RUN (16 / (int)sizeof(O))
+#define VALIDATE_TILE (VALIDATE_VECS * 256 * VALIDATE_RUN)
 template <int S>
 struct OffsetWord {
   typedef u64 type;
@@ -760,36 +762,47 @@ extern "C" __global__ void __launch_bounds__(256)
     mgpu_segreduce_validate_offsets(const O* offsets, u64 num_segments, u64 count, int strict,
                                     u64* bad) {
   typedef typename OffsetWord<sizeof(O)>::type W;
-  __shared__ __align__(16) W s[VALIDATE_TILE + 4];  // s[1 + j]: segment base + j's start; s[0] the one before
   const int tid = threadIdx.x, lane = tid % MGPU_WARP;
   const u64 base = (u64)blockIdx.x * VALIDATE_TILE;
-  const int live = (int)min((u64)VALIDATE_TILE, num_segments - base);
   const W end = (W)count;
-  W o[VALIDATE_VT];
+  const bool aligned = ((u64)offsets % 16) == 0;
+  W x[VALIDATE_VECS][VALIDATE_RUN];
 #pragma unroll
-  for (int u = 0; u < VALIDATE_VT; ++u) {
-    const int j = u * 256 + tid;
-    o[u] = j < live ? (W)offsets[base + j] : end;  // past the last segment: its end, `count`
+  for (int u = 0; u < VALIDATE_VECS; ++u) {
+    const u64 first = base + (u64)(u * 256 + tid) * VALIDATE_RUN;
+    if (aligned && first + VALIDATE_RUN <= num_segments) {
+      const uint4 v = *(const uint4*)(offsets + first);
+      memcpy(x[u], &v, 16);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VALIDATE_RUN; ++e)  // past the last segment: its end, `count`
+        x[u][e] = first + e < num_segments ? (W)offsets[first + e] : end;
+    }
   }
-#pragma unroll
-  for (int u = 0; u < VALIDATE_VT; ++u) s[1 + u * 256 + tid] = o[u];
-  if (tid == 0) s[0] = base > 0 ? (W)offsets[base - 1] : 0;
-  if (tid == 1) s[VALIDATE_TILE + 1] = live == VALIDATE_TILE && base + VALIDATE_TILE < num_segments
-                                           ? (W)offsets[base + VALIDATE_TILE] : end;
-  __syncthreads();
   int first_bad = VALIDATE_TILE, first_empty = VALIDATE_TILE;
   W longest = 0;
 #pragma unroll
-  for (int u = VALIDATE_VT - 1; u >= 0; --u) {
-    const int j = u * 256 + tid;
-    const W prev = s[j], start = s[j + 1], next = s[j + 2];
-    bool ok = base == 0 && j == 0 ? start == 0 : strict ? start > prev : start >= prev;
-    ok = ok && (strict ? start < end : start <= end);
-    const W len = next > start ? next - start : 0;
-    // From the last to the first, so that the last one set is the smallest index.
-    first_bad = j < live && !ok ? j : first_bad;
-    first_empty = j < live && len == 0 ? j : first_empty;
-    longest = max(longest, len);  // 0 past the last segment
+  for (int u = VALIDATE_VECS - 1; u >= 0; --u) {
+    const u64 first = base + (u64)(u * 256 + tid) * VALIDATE_RUN;
+    W before = __shfl_up_sync(MGPU_FULL_MASK, x[u][VALIDATE_RUN - 1], 1);
+    W after = __shfl_down_sync(MGPU_FULL_MASK, x[u][0], 1);
+    if (lane == 0) before = first > 0 && first <= num_segments ? (W)offsets[first - 1] : 0;
+    if (lane == MGPU_WARP - 1)
+      after = first + VALIDATE_RUN < num_segments ? (W)offsets[first + VALIDATE_RUN] : end;
+#pragma unroll
+    for (int e = VALIDATE_RUN - 1; e >= 0; --e) {
+      const W prev = e == 0 ? before : x[u][e - 1], start = x[u][e];
+      const W next = e == VALIDATE_RUN - 1 ? after : x[u][e + 1];
+      bool ok = first + e == 0 ? start == 0 : strict ? start > prev : start >= prev;
+      ok = ok && (strict ? start < end : start <= end);
+      const W len = next > start ? next - start : 0;
+      const bool live = first + e < num_segments;
+      // From the last to the first, so that the last one set is the smallest index.
+      const int at = (u * 256 + tid) * VALIDATE_RUN + e;
+      first_bad = live && !ok ? at : first_bad;
+      first_empty = live && len == 0 ? at : first_empty;
+      longest = max(longest, len);  // 0 past the last segment
+    }
   }
 #pragma unroll
   for (int d = MGPU_WARP / 2; d > 0; d /= 2) {
