@@ -548,7 +548,11 @@ pub(crate) fn launch_validation(
         geometry.num_segments
     };
     let work = segments.max(checks.num_cols);
-    let grid = work.div_ceil(block as u64).min(gpu.sm_count as u64 * 8) as u32;
+    // One wave of grid-stride loops, so no second wave's tail (the module's occupancy is for CTAs
+    // of its tuning's threads).
+    let per_sm = (module.resident::<ValidateArgs>() * tuning.nt / block).max(1);
+    let wave = gpu.sm_count as u64 * per_sm as u64;
+    let grid = work.div_ceil(block as u64).min(wave) as u32;
     let args = ValidateArgs {
         offsets: geometry.offsets,
         num_segments: segments,
