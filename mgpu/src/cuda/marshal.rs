@@ -146,6 +146,7 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
     op: &Op<T>,
     plan: Option<(&Prepared, &Tuning)>,
     deferred: bool,
+    check_cols: bool,
     tuning: &Tuning,
 ) -> Result<()> {
     let tuning = *tuning;
@@ -193,10 +194,23 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
     {
         homes.push(&limits.gpu);
     }
-    let bad = gpu.ordered(&homes, || {
+    // A one-shot SpMV's tiles check the columns as they gather, into a temporary copied out once
+    // every check passed: the columns are read once.
+    let size = std::mem::size_of::<T>();
+    let temp = match check_cols {
+        true => Some(DeviceMem::alloc(gpu, segs.offsets.len() * size)?),
+        false => None,
+    };
+    let (bad, temp) = gpu.ordered(&homes, || {
         let bad = if deferred {
-            let checks = gpu_checks(segs, bounds);
+            let offsets_only = Bounds {
+                cols: if check_cols { None } else { bounds.cols },
+                ..bounds
+            };
+            let checks = gpu_checks(segs, offsets_only);
             device::launch_validation(gpu, &geometry, &checks, &tuning)?
+        } else if check_cols {
+            Some(device::findings(gpu)?)
         } else {
             None
         };
@@ -219,6 +233,8 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
             matrix,
             cols: col_ptr,
             vec,
+            vec_len: x_len as u64,
+            check_cols,
         };
         device::reduce(
             gpu,
@@ -228,16 +244,20 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
             heads_everywhere,
             bad.as_ref(),
             items,
-            dest,
+            temp.as_ref().map_or(dest, |t| t.ptr),
             op,
             mul,
             &tuning,
         )?;
-        Ok(bad)
+        Ok((bad, temp))
     })?;
-    if deferred {
+    if deferred || check_cols {
         let found = device::read_validation(gpu, bad.as_ref())?;
         validation_result(gpu, name, segs, found.bad, bounds)?;
+    }
+    if let Some(temp) = temp {
+        let bytes = segs.offsets.len() * size;
+        gpu.ordered(&homes, || gpu.copy(temp.ptr, dest, bytes))?;
     }
     Ok(())
 }

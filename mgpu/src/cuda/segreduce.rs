@@ -44,6 +44,9 @@ pub struct SegReduceSpec {
     /// nonzeros' columns) and puts the products back in thread order through shared memory; else
     /// each thread gathers its own consecutive items.
     pub strided: bool,
+    /// SpMV one-shot: the tiles check the columns as they gather (into the validation's
+    /// findings), to a temporary that is copied out once every check passed.
+    pub check_cols: bool,
 }
 
 impl SegReduceSpec {
@@ -66,8 +69,8 @@ impl SegReduceSpec {
     /// The tuning this variant runs with, given the table's: the table's OCC is measured with
     /// 32-bit offsets and counts, direct (the `segreduce` entry on values, the `spmv` entry on
     /// SpMV). The variants that keep more live state spill at the table's OCC: indirect CSR
-    /// (sources) keeps OCC <= 5, 64-bit offsets or counts OCC <= 4 (kernels_compile checks every
-    /// variant).
+    /// (sources) keeps OCC <= 5, 64-bit offsets or counts OCC <= 4, the one-shot's column checks
+    /// OCC <= 8 (kernels_compile checks every variant).
     pub fn tuning(&self, table: &Tuning) -> Tuning {
         let narrow = !self.wide_offsets && !self.wide_count;
         let mut t = *table;
@@ -75,6 +78,9 @@ impl SegReduceSpec {
             t.occ = t.occ.min(4);
         } else if self.indirect {
             t.occ = t.occ.min(5);
+        }
+        if self.check_cols {
+            t.occ = t.occ.min(8);
         }
         t
     }
@@ -89,6 +95,7 @@ impl SegReduceSpec {
             empty: false,
             codes: false,
             strided: false,
+            check_cols: false,
         }
     }
 }
@@ -196,6 +203,7 @@ impl KernelFamily for SegReduce {
             .define("MGPU_CODES", v.codes as u32)
             .define("MGPU_SPINE_VT", SPINE_VT)
             .define("MGPU_STRIDED", v.strided as u32)
+            .define("MGPU_CHECK_COLS", v.check_cols as u32)
             .define(
                 "MGPU_COLS_IN_VALUES",
                 v.cols_in_values(spec.element.size) as u32,
@@ -302,7 +310,19 @@ fn instances_of<T: Arithmetic, O: Element>(
             } else {
                 &[false]
             };
-            for (wide_count, empty, codes) in variants {
+            // The one-shot's column checks: direct SpMV, without a plan's codes.
+            let checks: &[bool] = if items != SegItems::Values && !indirect {
+                &[false, true]
+            } else {
+                &[false]
+            };
+            let variants = variants.into_iter().flat_map(|(w, e, c)| {
+                checks
+                    .iter()
+                    .filter(move |&&check| !(check && c))
+                    .map(move |&check| (w, e, c, check))
+            });
+            for (wide_count, empty, codes, check_cols) in variants {
                 for &strided in strides {
                     let variant = SegReduceSpec {
                         items,
@@ -312,6 +332,7 @@ fn instances_of<T: Arithmetic, O: Element>(
                         empty,
                         codes,
                         strided,
+                        check_cols,
                     };
                     let t = table_tuning::<T, O>(table, items, indirect)?;
                     let mul = (items == SegItems::SpmvBinary).then_some(&times);
@@ -325,6 +346,7 @@ fn instances_of<T: Arithmetic, O: Element>(
                         && !wide_count
                         && !empty
                         && !codes
+                        && !check_cols
                         && (items == SegItems::Values
                             || (items == SegItems::SpmvBinary && strided));
                     let label = format!("{} {} {variant:?}", op.name(), O::CUDA_TYPE);
@@ -341,11 +363,11 @@ fn instances_of<T: Arithmetic, O: Element>(
 
 crate::kernel_args! {
     // SAFETY: mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
-    // const O* offsets, const O* sources, const O* limits, u64 num_segments, u64 count,
-    // const unsigned* codes, const u64* bad, T* dest, T identity, SegPair* totals, T* leads,
-    // unsigned char* continued).
+    // u64 vec_len, const O* offsets, const O* sources, const O* limits, u64 num_segments,
+    // u64 count, const unsigned* codes, u64* bad, T* dest, T identity, SegPair* totals,
+    // T* leads, unsigned char* continued).
     TilesArgs<T> = "mgpu_segreduce" {
-        input: u64, matrix: CUdeviceptr, cols: CUdeviceptr, vec: CUdeviceptr,
+        input: u64, matrix: CUdeviceptr, cols: CUdeviceptr, vec: CUdeviceptr, vec_len: u64,
         offsets: CUdeviceptr, sources: CUdeviceptr, limits: CUdeviceptr, num_segments: u64,
         count: u64, codes: CUdeviceptr, bad: CUdeviceptr, dest: CUdeviceptr,
         identity: ByValue<T>, totals: CUdeviceptr, leads: CUdeviceptr, continued: CUdeviceptr,
@@ -442,6 +464,10 @@ pub(crate) struct Items<'a> {
     pub matrix: CUdeviceptr,
     pub cols: CUdeviceptr,
     pub vec: CUdeviceptr,
+    /// The length of `vec`, for the tiles' own column checks (`check_cols`).
+    pub vec_len: u64,
+    /// The tiles check the columns as they gather (a one-shot SpMV).
+    pub check_cols: bool,
 }
 
 /// What validation checks besides the offsets (0 / none where absent).
@@ -478,11 +504,12 @@ pub(crate) struct Findings {
 /// matrix (BENCHMARKS.md: 3-D stencil 0.434 -> 0.363 ms).
 fn spec(
     geometry: &Geometry,
-    kind: SegItems,
+    items: &Items<'_>,
     codes: bool,
     value_size: usize,
     tuning: &Tuning,
 ) -> SegReduceSpec {
+    let kind = items.kind;
     let indirect = geometry.sources != 0;
     let long_rows = geometry.count >= geometry.num_segments.saturating_mul(tuning.vt as u64);
     let strided = kind != SegItems::Values && !indirect && (long_rows || value_size >= 8);
@@ -494,6 +521,7 @@ fn spec(
         empty: geometry.empty,
         codes,
         strided,
+        check_cols: items.check_cols,
     }
 }
 
@@ -501,6 +529,13 @@ fn spec(
 fn helper_module(gpu: &Gpu, geometry: &Geometry, tuning: &Tuning) -> Result<Arc<LoadedModule>> {
     let spec = SegModule::helpers(geometry.wide_offsets, tuning);
     gpu.module::<SegReduce>(&spec, part::<SegReduce>("segreduce_helpers"))
+}
+
+/// A fresh record of validation's findings: no bad index yet, no segment longer than 0.
+pub(crate) fn findings(gpu: &Arc<Gpu>) -> Result<DeviceMem> {
+    let bad = DeviceMem::alloc(gpu, 40)?;
+    gpu.memset(bad.ptr, 0xff, 40)?;
+    Ok(bad)
 }
 
 /// Queues the checks of the geometry (and sources, columns) on the GPU; their findings stay on
@@ -517,8 +552,7 @@ pub(crate) fn launch_validation(
         return Ok(None);
     }
     let module = helper_module(gpu, geometry, tuning)?;
-    let bad = DeviceMem::alloc(gpu, 40)?;
-    gpu.memset(bad.ptr, 0xff, 40)?; // no bad index yet, no segment longer than 0
+    let bad = findings(gpu)?;
     let block = 256u32;
     // The offsets-only kernel works in the offsets' width: 32-bit offsets over at most 2^32 - 1
     // items.
@@ -701,9 +735,13 @@ pub(crate) fn reduce<T: Element>(
         return fill(gpu, dest, geometry.num_segments, op.identity());
     };
     let bad = bad.map_or(0, |b| b.ptr);
+    debug_assert!(
+        bad != 0 || !items.check_cols,
+        "column checks report to the findings"
+    );
     let spec = spec(
         geometry,
-        items.kind,
+        &items,
         codes.is_some(),
         std::mem::size_of::<T>(),
         tuning,
@@ -733,6 +771,7 @@ pub(crate) fn reduce<T: Element>(
         matrix: items.matrix,
         cols: items.cols,
         vec: items.vec,
+        vec_len: items.vec_len,
         offsets: geometry.offsets,
         sources: geometry.sources,
         limits: limits.ptr,

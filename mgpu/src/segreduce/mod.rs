@@ -180,8 +180,15 @@ impl Context {
         // empty segments allowed the validation runs first: it chooses the kernel for non-empty
         // segments when there is no empty one.
         let deferred = plan.is_none() && !by_caller && !segs.support_empty && self.gpu().is_some();
+        // A direct SpMV one-shot on the GPU checks its columns in the tiles, as they gather.
+        let check_cols = plan.is_none()
+            && !by_caller
+            && segs.sources.is_none()
+            && items.kind() != SegItems::Values
+            && self.gpu().is_some();
         if plan.is_none() && !by_caller && !deferred {
             let (cols, x_len) = items.columns();
+            let cols = if check_cols { None } else { cols };
             let (data_len, cols) = (items.data_len(), cols.as_ref());
             let bounds = args::Bounds {
                 data_len,
@@ -202,7 +209,7 @@ impl Context {
                 Ok(())
             }
             Backend::Cuda(gpu) => crate::cuda::marshal::segreduce(
-                gpu, name, &segs, &items, &out, op, plan, deferred, &tuning,
+                gpu, name, &segs, &items, &out, op, plan, deferred, check_cols, &tuning,
             ),
         }
     }

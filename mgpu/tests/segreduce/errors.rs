@@ -581,3 +581,64 @@ fn bad_offsets_at_validation_edges() {
         }
     }
 }
+
+/// The first bad column wherever it lies (the GPU's one-shot checks columns in its tiles, as they
+/// gather): short rows (each thread gathers its own items) and long rows (lane-strided), unary and
+/// binary, strict and empty-allowing offsets, f32 and f64; nothing written, and the same call with
+/// the columns mended gives the reference.
+#[test]
+fn first_bad_column_anywhere() {
+    let mut r = rng();
+    for ctx in backends() {
+        for row_len in [3usize, 200] {
+            let rows = 300_000 / row_len;
+            let nnz = rows * row_len;
+            let x_len = 777usize;
+            let offsets: Vec<u32> = (0..rows as u32).map(|i| i * row_len as u32).collect();
+            let ob = ctx.upload(&offsets).unwrap();
+            let good: Vec<u32> = (0..nnz).map(|_| r.random_range(0..x_len as u32)).collect();
+            for trial in 0..4 {
+                let mut cols = good.clone();
+                let bad: Vec<usize> = (0..1 + trial % 3).map(|_| r.random_range(0..nnz)).collect();
+                for &b in &bad {
+                    cols[b] = x_len as u32 + r.random_range(0..3);
+                }
+                let first = *bad.iter().min().unwrap();
+                let needle = format!("cols[{first}] = {}", cols[first]);
+                let cb = ctx.upload(&cols).unwrap();
+                let what = format!("{ctx:?} rows of {row_len}, trial {trial}");
+                let x = ctx.upload(&vec![0.5f64; x_len]).unwrap();
+                let m = ctx.upload(&vec![2.0f64; nnz]).unwrap();
+                let mut y = poisoned::<f64>(&ctx, rows);
+                for allow in [false, true] {
+                    let csr = Csr::new(&ob).with_empty(allow);
+                    let e = ctx
+                        .spmv_csr(&m, &cb, csr, &x, &mut y, &Op::multiplies(), &Op::plus())
+                        .unwrap_err();
+                    expect_invalid(e, &["spmv_csr", &needle], &what);
+                    let x32 = ctx.upload(&vec![0.5f32; x_len]).unwrap();
+                    let mut y32 = poisoned::<f32>(&ctx, rows);
+                    let e = ctx
+                        .spmv_csr_unary(&cb, csr, &x32, &mut y32, &Op::plus())
+                        .unwrap_err();
+                    expect_invalid(e, &["spmv_csr_unary", &needle], &what);
+                    check(&y32.to_vec().unwrap(), &vec![f32::poison(); rows], &what);
+                }
+                check(&y.to_vec().unwrap(), &vec![f64::poison(); rows], &what);
+                let cb = ctx.upload(&good).unwrap();
+                ctx.spmv_csr(
+                    &m,
+                    &cb,
+                    Csr::new(&ob),
+                    &x,
+                    &mut y,
+                    &Op::multiplies(),
+                    &Op::plus(),
+                )
+                .unwrap();
+                check(&y.to_vec().unwrap(), &vec![row_len as f64; rows], &what);
+                still_usable(&ctx, &what);
+            }
+        }
+    }
+}

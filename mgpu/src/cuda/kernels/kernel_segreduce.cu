@@ -44,6 +44,8 @@
 //   MGPU_STRIDED   direct SpMV: a warp gathers lane-strided (see the tile), for long rows
 //   MGPU_COLS_IN_VALUES  lane-strided SpMV of 4- or 8-byte values: the columns share the
 //                  products' shared memory (see SegReduceStorage)
+//   MGPU_CHECK_COLS  SpMV one-shot: the tiles check the columns as they gather (gather_x), into
+//                  bad[2], instead of a validation pass reading them first
 //   T the value type, O the offset type (unsigned or u64), C the scan's count type, Op (and Mul).
 // A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs): the tiles and
 // what carries across them (mgpu_segreduce, mgpu_segreduce_spine, mgpu_segreduce_fixup) apart
@@ -310,9 +312,32 @@ __device__ __forceinline__ void mark_codes(unsigned* codes, const O* offsets, u6
 // offset, source or column: bad[0..2], ~0 where none (null: a plan's geometry, checked when it
 // was made). The reduction then writes nothing and reads nothing the checks did not cover, so the
 // host reads validation's result back once, after every launch, instead of waiting for it first.
+// Where the tiles check the columns themselves (MGPU_CHECK_COLS), bad[2] is theirs: a tile does
+// not stop for another's finding, so that the smallest bad index is the one recorded.
 __device__ __forceinline__ bool seg_rejected(const u64* bad) {
+#if MGPU_CHECK_COLS
+  return bad && (bad[0] & bad[1]) != ~0ull;
+#else
   return bad && (bad[0] & bad[1] & bad[2]) != ~0ull;
+#endif
 }
+
+// x[col]. Where MGPU_CHECK_COLS (a one-shot SpMV that did not check its columns first), a column
+// at or past vec_len is not read (the item is the identity: the result is discarded) and sets
+// `bit` in `bad_bits`, from which the thread's first bad index is found after its gathers.
+// (`limit`: vec_len, or 0xffffffff where vec_len is more, when no column can be bad.)
+#if MGPU_SPMV
+__device__ __forceinline__ T gather_x(const T* vec, unsigned col, unsigned limit, bool any_bad,
+                                      unsigned& bad_bits, unsigned bit, T identity) {
+#if MGPU_CHECK_COLS
+  const bool ok = !any_bad || col < limit;
+  bad_bits |= ok ? 0u : bit;
+  return ok ? __ldg(vec + col) : identity;
+#else
+  return __ldg(vec + col);
+#endif
+}
+#endif
 
 // The item at data index m.
 __device__ __forceinline__ T load_item(Input values, const T* matrix, const unsigned* cols,
@@ -325,6 +350,8 @@ __device__ __forceinline__ T load_item(Input values, const T* matrix, const unsi
   return Mul()(__ldg(matrix + m), __ldg(vec + __ldg(cols + m)));
 #endif
 }
+static_assert(!(MGPU_CHECK_COLS && (MGPU_INDIRECT || MGPU_SPMV == 0)),
+              "the tiles check the columns of direct SpMV only");
 
 #ifdef MGPU_WANT_mgpu_segreduce
 // One CTA per tile. For the spine, tile t leaves totals[t] (its (heads, reduction since its last
@@ -332,9 +359,9 @@ __device__ __forceinline__ T load_item(Input values, const T* matrix, const unsi
 // and then leads[t] (the tile's part of that segment).
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
-                   const O* offsets, const O* sources, const O* limits, u64 num_segments,
-                   u64 count, const unsigned* codes, const u64* bad, T* dest, T identity,
-                   SegPair* totals, T* leads, unsigned char* continued) {
+                   u64 vec_len, const O* offsets, const O* sources, const O* limits,
+                   u64 num_segments, u64 count, const unsigned* codes, u64* bad, T* dest,
+                   T identity, SegPair* totals, T* leads, unsigned char* continued) {
   __shared__ SegReduceStorage storage;
   int tid = threadIdx.x;
   const SegTile at = seg_tile(count);
@@ -497,6 +524,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   constexpr int STEP = 1;
 #endif
   T v[MGPU_VT];
+  unsigned bad_bits = 0;  // MGPU_CHECK_COLS: bit i, the thread's i-th gather's column is bad
+  const unsigned limit = (unsigned)min(vec_len, 0xffffffffull);
+  const bool any_bad = vec_len <= 0xffffffffull;
 #if MGPU_SPMV == 2 && MGPU_COLS_IN_VALUES
   // The matrix values, read lane-strided (coalesced): 4-byte ones with the gathers, 8-byte ones
   // once the gathers are issued (held in registers with them, they spilled).
@@ -506,10 +536,11 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   for (int i = 0; i < MGPU_VT; ++i) {
     int p = gather0 + i * STEP;
 #if MGPU_COLS_IN_VALUES
-    v[i] = p < n ? __ldg(vec + storage.cols[col_slot(p)]) : identity;
+    const unsigned col = storage.cols[col_slot(p)];
 #else
-    v[i] = p < n ? __ldg(vec + storage.cols[p]) : identity;
+    const unsigned col = storage.cols[p];
 #endif
+    v[i] = p < n ? gather_x(vec, col, limit, any_bad, bad_bits, 1u << i, identity) : identity;
 #if MGPU_SPMV == 2 && MGPU_COLS_IN_VALUES
     if (MGPU_VALUE_WORDS == 1 && p < n) a[i] = load_matrix_value(matrix + base + p);
 #endif
@@ -517,6 +548,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   // Every gather is issued before the first is used: a compiler barrier keeps the loads ahead
   // of the products and the pass below.
   asm volatile("" ::: "memory");
+#if MGPU_CHECK_COLS
+  if (bad_bits) atomicMin(bad + 2, base + gather0 + (__ffs(bad_bits) - 1) * STEP);
+#endif
 #if MGPU_COLS_IN_VALUES
   // 8-byte products overwrite other lanes' columns (col_slot).
   if (MGPU_VALUE_WORDS > 1) __syncwarp();
