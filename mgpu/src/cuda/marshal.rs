@@ -255,7 +255,7 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
         let found = device::read_validation(gpu, bad.as_ref())?;
         validation_result(gpu, name, segs, found.bad, bounds)?;
     }
-    if let Some(temp) = temp {
+    if let Some(temp) = temp.filter(|t| t.ptr != 0) {
         let bytes = segs.offsets.len() * size;
         gpu.ordered(&homes, || gpu.copy(temp.ptr, dest, bytes))?;
     }

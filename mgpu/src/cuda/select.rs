@@ -65,17 +65,6 @@ impl<'a, K: Element> Selector<'a, K> {
         })
     }
 
-    /// The dynamic shared memory of segments of up to `longest` keys keeping `k`.
-    fn shared_bytes(&self, longest: u64, k: u64, sorted: bool) -> u64 {
-        let kept = k.min(longest);
-        let width = if sorted {
-            kept.next_power_of_two()
-        } else {
-            kept
-        };
-        longest.max(width).next_multiple_of(4) * self.number + width * 4
-    }
-
     /// Selects the first `k` of every segment of `count` keys: to `out_keys[segment * k ..]`,
     /// positions (when `out_positions` is not 0) from `positions` (when not 0), else the index
     /// in the segment (`local`) or in the input.
@@ -122,10 +111,23 @@ impl<'a, K: Element> Selector<'a, K> {
         };
         let threads = (longest.next_power_of_two() / 16).clamp(128, 512) as u32;
         let grid = num_segments.min(i32::MAX as u64) as u32;
-        let shared = self.shared_bytes(longest, k, sorted) as u32;
+        let shared = stage_bytes(self.number, longest, k, sorted) as u32;
         self.gpu
             .launch_shared(&self.module, grid, threads, shared, &args)
     }
+}
+
+/// The dynamic shared memory of segments of up to `longest` keys keeping `k`, whose numbers take
+/// `number` bytes each: the numbers, then the kept keys' indices (padded to a power of two for
+/// the sort).
+fn stage_bytes(number: u64, longest: u64, k: u64, sorted: bool) -> u64 {
+    let kept = k.min(longest);
+    let width = if sorted {
+        kept.next_power_of_two()
+    } else {
+        kept
+    };
+    longest.max(width).next_multiple_of(4) * number + width * 4
 }
 
 /// The shared memory a CTA may take on `gpu`.
@@ -143,10 +145,7 @@ fn chunk_keys(number: u64) -> u64 {
 /// Whether [`segmented_top_k`] takes segments of up to `longest` keys keeping `k`.
 pub(crate) fn segments_fit<K: Element>(gpu: &Gpu, key: &RadixKey<K>, longest: u64, k: u64) -> bool {
     let number = if key.spec_parts().0 { 8 } else { 4 };
-    let kept = k.min(longest);
-    let width = kept.next_power_of_two();
-    let bytes = longest.max(width).next_multiple_of(4) * number + width * 4;
-    kept <= MOST_KEPT && bytes <= shared_limit(gpu)
+    k.min(longest) <= MOST_KEPT && stage_bytes(number, longest, k, true) <= shared_limit(gpu)
 }
 
 /// Whether [`top_k`] takes `k` of `n` keys: rounds that keep a quarter of a chunk at most.
