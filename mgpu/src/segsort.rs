@@ -5,7 +5,9 @@
 //! - short segments (up to a quarter of a tile) are packed whole into tiles that one CTA sorts
 //!   in shared memory, by (segment, key), or, where they hold at most 64 keys, by placing each
 //!   key at its rank in its segment;
-//! - longer ones are cut into tiles from their own start, each tile is sorted, and merge passes
+//! - longer ones, for arithmetic keys under the built-in comparators, are radix-sorted one CTA
+//!   per segment in shared memory where they fit its tile (about 5000 keys);
+//! - the others are cut into tiles from their own start, each tile is sorted, and merge passes
 //!   run within each segment until its runs cover it (a segment of `m` tiles takes
 //!   `ceil(log2 m)` passes, whatever its neighbours need);
 //! - segments of millions of keys are sorted one by one, by the whole-array sort (the radix sort
@@ -18,6 +20,7 @@
 use crate::buffer::{check_place, length_mismatch, output, View, ViewMut};
 use crate::context::Backend;
 use crate::cuda::segreduce::SegItems;
+use crate::cuda::segsort::RadixTiles;
 use crate::cuda::sort::SortValues;
 use crate::error::LengthRule::{self, Equal};
 use crate::error::Result;
@@ -315,9 +318,18 @@ impl Context {
                     count: count as u64,
                     longest,
                 };
+                // Segments of up to a tile of the radix sort's, for keys it orders: one CTA each.
+                let radix = RadixTiles::of::<V>(comparator, mode, self.arch())?;
                 let huge = gpu.ordered(&homes, || {
                     crate::cuda::segsort::sort::<K, V, O>(
-                        gpu, &geometry, k, v, comparator, mode, &t,
+                        gpu,
+                        &geometry,
+                        k,
+                        v,
+                        comparator,
+                        mode,
+                        &t,
+                        radix.as_ref(),
                     )
                 })?;
                 // Segments of millions of keys: each by the whole-array sort.

@@ -1,12 +1,14 @@
 //! segmented_sort and segmented_sort_pairs on every backend against a serial reference written
 //! here (each segment stably sorted by the comparator): distributions of segment lengths around
-//! the GPU's packed-tile, long-tile and huge-segment limits, empty segments, every arithmetic key
-//! type, custom comparators and user types, views, and bad offsets.
+//! the GPU's packed-tile, radix-tile, long-tile and huge-segment limits, empty segments, every
+//! arithmetic key type, custom comparators and user types, views, and bad offsets.
 
 mod common;
 
 use common::*;
+use mgpu::cuda::radix::segments_tuning_family;
 use mgpu::cuda::sort::SortValues;
+use mgpu::tuning;
 use mgpu::{Comparator, Context, Csr, Element, Offset};
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -21,6 +23,18 @@ fn tile<K: Element>(ctx: &Context, pairs: bool) -> usize {
     mgpu::cuda::segsort::table_tuning::<K, u32>(ctx.arch(), mode)
         .unwrap()
         .nv()
+}
+
+/// The most keys the GPU's radix sort takes in one segment's tile, keys alone and pairs with u32
+/// values (sm_90's table on the CPU).
+fn radix_tiles<K: Element>(ctx: &Context) -> [usize; 2] {
+    [(SortValues::None, 0), (SortValues::Pairs, 4)].map(|(mode, value_size)| {
+        let key_size = std::mem::size_of::<K>();
+        let (family, size) = segments_tuning_family(mode, key_size, value_size);
+        tuning::resolve(family, ctx.arch(), size, None)
+            .unwrap()
+            .nv()
+    })
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -39,6 +53,9 @@ enum Dist {
     EmptyAround,
     /// Lengths of 20 to 300 tiles: many merge passes in the long path.
     ManyTiles,
+    /// Lengths around the radix sort's segment tiles (keys, pairs): the most keys one CTA sorts
+    /// alone, and the long path just past it.
+    AroundRadix([usize; 2]),
 }
 
 const DISTS: [Dist; 17] = [
@@ -94,6 +111,9 @@ fn lengths(r: &mut StdRng, n: usize, dist: Dist, nv: usize) -> Vec<usize> {
                 }
             }
             Dist::ManyTiles => r.random_range(20 * nv..300 * nv),
+            Dist::AroundRadix(tiles) => {
+                (tiles[r.random_range(0..2)] as i64 + r.random_range(-2i64..=2)).max(1) as usize
+            }
             Dist::EmptyAround => unreachable!(),
         }
         .min(left);
@@ -176,7 +196,10 @@ fn distributions<K: TestElement + mgpu::Arithmetic>() {
     for ctx in backends() {
         let nv = tile::<K>(&ctx, false);
         let big = if ctx.is_gpu() { 2_500_000 } else { 40_000 };
-        for dist in DISTS {
+        for dist in DISTS
+            .into_iter()
+            .chain([Dist::AroundRadix(radix_tiles::<K>(&ctx))])
+        {
             for n in [0, 1, 3, nv / 4 + 1, 5 * nv + 7, big] {
                 let few = r.random_bool(0.5);
                 let keys = keys_for::<K>(&mut r, n, few);
@@ -234,7 +257,8 @@ fn float_specials() {
         let keys: Vec<f32> = (0..n)
             .map(|_| specials[r.random_range(0..specials.len())])
             .collect();
-        for dist in [Dist::Fixed(7), Dist::AroundTile, Dist::One] {
+        let around_radix = Dist::AroundRadix(radix_tiles::<f32>(&ctx));
+        for dist in [Dist::Fixed(7), Dist::AroundTile, around_radix, Dist::One] {
             let lengths = lengths(&mut r, n, dist, nv);
             for comp in [Comparator::less(), Comparator::greater()] {
                 run::<f32, u32>(&ctx, &keys, &lengths, &comp, &format!("{dist:?}"));
@@ -453,7 +477,8 @@ fn plan_sorts_many_arrays() {
     }
 }
 
-/// Past 2^31 keys (MGPU_BIG=1): u64 offsets, segments of every class.
+/// Past 2^31 keys (MGPU_BIG=1): u64 offsets, segments of every class (the last ones, of a
+/// long tile, and of the radix sort's tile, wholly past 2^31).
 #[test]
 fn past_2_31() {
     let Some(ctx) = big_gpu("about 20 GB") else {
@@ -463,8 +488,14 @@ fn past_2_31() {
     let n = (1usize << 31) + 4099;
     let nv = tile::<u8>(&ctx, false);
     let keys: Vec<u8> = random_vec(&mut r, n);
-    let mut lens = lengths(&mut r, n - (3 << 20) - 5 * nv, Dist::Uniform(200), nv);
-    lens.extend([3 << 20, 5 * nv]);
+    let radix = radix_tiles::<u8>(&ctx)[0];
+    let mut lens = lengths(
+        &mut r,
+        n - (3 << 20) - 5 * nv - radix,
+        Dist::Uniform(200),
+        nv,
+    );
+    lens.extend([3 << 20, 5 * nv, radix]);
     let offsets = ctx.upload(&offsets_of::<u64>(&lens)).unwrap();
     let mut k = ctx.upload(&keys).unwrap();
     ctx.segmented_sort(&mut k, Csr::new(&offsets), &Comparator::less())

@@ -93,11 +93,16 @@ pub fn kernels<F: KernelFamily>() -> Vec<&'static str> {
     all
 }
 
-/// The source of `part` of family `F` (the whole family: `None`) for `spec`.
+/// The source of `part` of family `F` (the whole family: `None`, every kernel that a module of
+/// `spec` compiles) for `spec`.
 pub fn source<F: KernelFamily>(spec: &F::Spec, part: Option<&Part>) -> String {
     let (name, kernels) = match part {
         Some(p) => (p.name, p.kernels.to_vec()),
-        None => (F::NAME, kernels::<F>()),
+        None => {
+            let mut all = kernels::<F>();
+            all.retain(|k| F::compiles(spec, k));
+            (F::NAME, all)
+        }
     };
     let mut prelude = Prelude::new(name, &kernels, &F::tuning(spec));
     F::prelude(spec, &mut prelude);
@@ -128,9 +133,9 @@ pub struct Instance {
     pub tuning: Tuning,
     /// The kernels of the family that this instantiation compiles.
     pub kernels: Vec<&'static str>,
-    /// The whole family's source.
+    /// The whole family's source (the kernels it compiles).
     pub source: String,
-    /// The parts the library loads: (part, source).
+    /// The parts the library loads, those with a kernel it compiles: (part, source).
     pub parts: Vec<(Part, String)>,
     /// Its kernels gather through the L1 cache (their shared-memory carveout is limited).
     pub gathers: bool,
@@ -160,6 +165,7 @@ impl Instance {
             source: source::<F>(spec, None),
             parts: F::PARTS
                 .iter()
+                .filter(|p| p.kernels.iter().any(|k| F::compiles(spec, k)))
                 .map(|p| (*p, source::<F>(spec, Some(p))))
                 .collect(),
             gathers: F::PARTS.iter().any(|p| F::gathers(spec, p)),

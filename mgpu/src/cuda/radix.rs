@@ -10,9 +10,11 @@ use super::memory::DeviceMem;
 use super::sort::SortValues;
 use super::Gpu;
 use crate::error::Result;
-use crate::tuning::{Family, Tuning};
+use crate::radix::RadixKey;
+use crate::tuning::{self, Family, Tuning};
 use crate::{Arithmetic, Element};
 use cudarc::driver::sys::CUdeviceptr;
+use std::mem::size_of;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -39,6 +41,9 @@ pub struct RadixSpec {
     pub order: Expr,
     /// The tuning.
     pub tuning: Tuning,
+    /// The module sorts a segmented sort's segments (`mgpu_radix_segments` alone, tuned by
+    /// `RadixSegments`), not whole inputs.
+    pub segments: bool,
 }
 
 impl RadixSpec {
@@ -57,7 +62,24 @@ impl RadixSpec {
             wide,
             order,
             tuning: *t,
+            segments: false,
         }
+    }
+
+    /// The module of a segmented sort's segments: keys `K` with values `V` (`Pairs`) or none,
+    /// ordered by `key`, with the `RadixSegments` tuning for `arch`.
+    pub fn segments<K: Element, V: Element>(
+        key: &RadixKey<K>,
+        mode: SortValues,
+        arch: Option<u32>,
+    ) -> Result<Self> {
+        let (family, size) = segments_tuning_family(mode, size_of::<K>(), size_of::<V>());
+        let t = tuning::resolve(family, arch, size, None)?;
+        let (wide, order) = key.spec_parts();
+        Ok(RadixSpec {
+            segments: true,
+            ..RadixSpec::new::<K, V>(wide, order, mode, &t)
+        })
     }
 }
 
@@ -101,6 +123,10 @@ impl KernelFamily for Radix {
             name: "radix_select",
             kernels: &["mgpu_radix_select"],
         },
+        Part {
+            name: "radix_segments",
+            kernels: &["mgpu_radix_segments"],
+        },
     ];
     fn prelude(spec: &RadixSpec, p: &mut Prelude) {
         let u = if spec.wide {
@@ -119,7 +145,11 @@ impl KernelFamily for Radix {
     fn tuning(spec: &RadixSpec) -> Tuning {
         spec.tuning
     }
-    const TUNING: &'static [Family] = &[Family::RadixKeys, Family::RadixPairs];
+    fn compiles(spec: &RadixSpec, kernel: &str) -> bool {
+        (kernel == "mgpu_radix_segments") == spec.segments
+    }
+    const TUNING: &'static [Family] =
+        &[Family::RadixKeys, Family::RadixPairs, Family::RadixSegments];
     fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
         let mut out = Vec::new();
         crate::for_each_arithmetic!(radix_instances(table, &mut out));
@@ -135,7 +165,21 @@ pub fn tuning_family(mode: SortValues, key_size: usize, value_size: usize) -> (F
     }
 }
 
-/// Keys `K` ascending: keys only, pairs of `K`s, and indices.
+/// The tuning family of a segmented sort's radix-sorted segments and the size of its tile's
+/// elements.
+pub fn segments_tuning_family(
+    mode: SortValues,
+    key_size: usize,
+    value_size: usize,
+) -> (Family, usize) {
+    match mode {
+        SortValues::None => (Family::RadixSegments, key_size),
+        _ => (Family::RadixSegments, key_size + value_size),
+    }
+}
+
+/// Keys `K` ascending: keys only, pairs of `K`s, and indices; a segmented sort's segments, keys
+/// only and pairs of `K`s.
 fn radix_instances<K: Arithmetic>(table: TableTuning<'_>, out: &mut Vec<Instance>) -> Result<()> {
     let k = std::mem::size_of::<K>();
     // RadixKey::ascending's number: the built-in order of an arithmetic key.
@@ -154,6 +198,20 @@ fn radix_instances<K: Arithmetic>(table: TableTuning<'_>, out: &mut Vec<Instance
                 .primary(mode != SortValues::Indices),
         );
     }
+    for mode in [SortValues::None, SortValues::Pairs] {
+        let (family, size) = segments_tuning_family(mode, k, k);
+        let spec = RadixSpec {
+            segments: true,
+            ..RadixSpec::new::<K, K>(wide, order.clone(), mode, &table(family, size)?)
+        };
+        let label = format!("{mode:?} segments");
+        out.push(Instance::of::<Radix>(
+            &spec,
+            family,
+            ElementDesc::of::<K>(),
+            label,
+        ));
+    }
     Ok(())
 }
 
@@ -164,6 +222,15 @@ crate::kernel_args! {
         keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
         values_out: CUdeviceptr, count: i32, passes: i32, begin_bit: i32, end_bit: i32,
         flip: u64,
+    }
+}
+
+crate::kernel_args! {
+    // SAFETY: mgpu_radix_segments(K* keys, V* values, const u64* ranges, u64 num_ranges,
+    // int passes, int begin_bit, int end_bit, u64 flip).
+    SegmentsArgs = "mgpu_radix_segments" {
+        keys: CUdeviceptr, values: CUdeviceptr, ranges: CUdeviceptr, num_ranges: u64,
+        passes: i32, begin_bit: i32, end_bit: i32, flip: u64,
     }
 }
 
@@ -450,4 +517,34 @@ pub(crate) fn sort(
     }
     debug_assert_eq!(src.0, keys);
     Ok(())
+}
+
+/// Sorts, in place, each of the `num_ranges` segments whose (begin, end) positions are the u64
+/// pairs at `ranges`, one CTA per segment; each holds at most `spec`'s tile (a `segments`
+/// module), so that every pass stays in shared memory. `values` with `SortValues::Pairs`.
+pub(crate) fn sort_segments<K: Element>(
+    gpu: &Arc<Gpu>,
+    spec: &RadixSpec,
+    key: &RadixKey<K>,
+    (keys, values): (CUdeviceptr, CUdeviceptr),
+    ranges: CUdeviceptr,
+    num_ranges: u64,
+) -> Result<()> {
+    debug_assert!(spec.segments && spec.mode != SortValues::Indices);
+    let module = gpu.module::<Radix>(spec, part::<Radix>("radix_segments"))?;
+    let bits = key.bits();
+    let args = SegmentsArgs {
+        keys,
+        values,
+        ranges,
+        num_ranges,
+        passes: (bits.end - bits.start).div_ceil(RADIX_BITS) as i32,
+        begin_bit: bits.start as i32,
+        end_bit: bits.end as i32,
+        flip: if key.is_descending() { u64::MAX } else { 0 },
+    };
+    let grid = num_ranges.min(i32::MAX as u64) as u32;
+    // As mgpu_radix_segments' TILE_ITEM_BYTES.
+    let items = spec.tuning.nv() * spec.keys.size.max(spec.values.size);
+    gpu.launch_shared(&module, grid, spec.tuning.nt, items as u32, &args)
 }

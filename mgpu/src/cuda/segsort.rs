@@ -6,9 +6,11 @@
 use super::family::{part, Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Prelude};
 use super::memory::DeviceMem;
+use super::radix::{self, RadixSpec};
 use super::sort::{self as merge, Merge, MergeSpec, SortValues};
 use super::Gpu;
 use crate::error::Result;
+use crate::radix::RadixKey;
 use crate::tuning::{self, Family, Tuning};
 use crate::{Arithmetic, Comparator, Element, Offset};
 use cudarc::driver::sys::CUdeviceptr;
@@ -203,10 +205,11 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_segsort_classify(const O* offsets, u64 num_segments, u64 count, u64 huge_min,
-    // unsigned* summary, LongTile* long_tiles, u64* huge), LongTile being a u64 and two u32.
+    // u64 tile_max, unsigned* summary, LongTile* long_tiles, u64* huge, u64* tiled), LongTile
+    // being a u64 and two u32.
     ClassifyArgs = "mgpu_segsort_classify" {
-        offsets: CUdeviceptr, num_segments: u64, count: u64, huge_min: u64, summary: CUdeviceptr,
-        long_tiles: CUdeviceptr, huge: CUdeviceptr,
+        offsets: CUdeviceptr, num_segments: u64, count: u64, huge_min: u64, tile_max: u64,
+        summary: CUdeviceptr, long_tiles: CUdeviceptr, huge: CUdeviceptr, tiled: CUdeviceptr,
     }
 }
 
@@ -288,9 +291,35 @@ pub(crate) struct HugeSegment {
 
 const SMALL_BLOCK: u32 = 128;
 
+/// The radix sort of the segments longer than a packed tile takes and at most its own tile, for
+/// keys that a radix key orders: each is sorted in one CTA with no merge.
+pub(crate) struct RadixTiles<K: Element> {
+    /// A `segments` module's spec.
+    pub spec: RadixSpec,
+    /// The comparator's radix key.
+    pub key: RadixKey<K>,
+}
+
+impl<K: Element> RadixTiles<K> {
+    /// For keys `K` (with values `V` where `mode` is `Pairs`) under `comparator`, if a radix key
+    /// orders them (built-in orders of arithmetic keys).
+    pub fn of<V: Element>(
+        comparator: &Comparator<K>,
+        mode: SortValues,
+        arch: Option<u32>,
+    ) -> Result<Option<Self>> {
+        let Some(key) = crate::radix::builtin_key(comparator) else {
+            return Ok(None);
+        };
+        let spec = RadixSpec::segments::<K, V>(&key, mode, arch)?;
+        Ok(Some(RadixTiles { spec, key }))
+    }
+}
+
 /// Sorts the segments of `keys` (and `values`) in place, all but the huge ones, which it returns
 /// as position ranges for the caller to sort. One wait for the GPU (the classification's summary)
 /// where some segment is longer than a packed tile takes.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn sort<K: Element, V: Element, O: Offset>(
     gpu: &Arc<Gpu>,
     geometry: &Geometry,
@@ -299,6 +328,7 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
     comparator: &Comparator<K>,
     mode: SortValues,
     tuning: &Tuning,
+    radix: Option<&RadixTiles<K>>,
 ) -> Result<Vec<HugeSegment>> {
     let Geometry {
         offsets,
@@ -357,14 +387,18 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
     let long_capacity = count / (short_max + 1) + 1;
     let long_tiles = DeviceMem::alloc(gpu, long_capacity as usize * 16)?;
     let huge = DeviceMem::alloc(gpu, (count / HUGE_SEGMENT + 1) as usize * 24)?;
+    let tile_max = radix.map_or(0, |r| r.spec.tuning.nv() as u64);
+    let tiled = DeviceMem::alloc(gpu, long_capacity as usize * 16)?;
     let args = ClassifyArgs {
         offsets,
         num_segments,
         count,
         huge_min: HUGE_SEGMENT,
+        tile_max,
         summary: summary.ptr,
         long_tiles: long_tiles.ptr,
         huge: huge.ptr,
+        tiled: tiled.ptr,
     };
     let grid = num_segments
         .div_ceil(256)
@@ -373,7 +407,18 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
     gpu.launch(&packed, grid, 256, &args)?;
     let mut found = [0u32; 4];
     gpu.download(summary.ptr, &mut found)?;
-    let [num_long, max_passes, num_huge, _] = found;
+    let [num_long, max_passes, num_huge, num_tiled] = found;
+
+    if let (Some(r), true) = (radix, num_tiled > 0) {
+        radix::sort_segments(
+            gpu,
+            &r.spec,
+            &r.key,
+            (keys, values),
+            tiled.ptr,
+            num_tiled as u64,
+        )?;
+    }
 
     if num_long > 0 {
         sort_long::<K, V>(
@@ -608,6 +653,7 @@ pub(crate) fn segmented_top_k<K: Element, O: Offset>(
         n,
     };
     gpu.launch(&module, stride_grid(gpu, n), 256, &args)?;
+    let radix = RadixTiles::of::<u32>(comparator, SortValues::Pairs, arch)?;
     let huge = sort::<K, u32, O>(
         gpu,
         geometry,
@@ -616,6 +662,7 @@ pub(crate) fn segmented_top_k<K: Element, O: Offset>(
         comparator,
         SortValues::Pairs,
         tuning,
+        radix.as_ref(),
     )?;
     let args = TakeSegmentsArgs {
         keys: work_keys.ptr,

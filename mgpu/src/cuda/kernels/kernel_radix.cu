@@ -3,7 +3,8 @@
 //   mgpu_radix_offsets    turns the counts into each (portion, pass, digit)'s first output position;
 //   mgpu_radix_pass       one pass: a tile ranks its keys by digit, finds where each digit bin
 //                         starts with one look-back per bin (lookback.cuh), and scatters;
-//   mgpu_radix_tile       an input of one tile: every pass in shared memory, one launch.
+//   mgpu_radix_tile       an input of one tile: every pass in shared memory, one launch;
+//   mgpu_radix_segments   the same for a list of segments of at most a tile, a CTA each.
 // Keys are ordered by MGPU_ORDER_BITS(x), an unsigned number of type U (the host's radix key);
 // the keys' own bits are what moves. A pass takes bits [shift, shift + 8) of that number, XORed
 // with `flip` (all ones for a descending order; cut to U).
@@ -454,20 +455,20 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 }
 #endif
 
-#ifdef MGPU_WANT_mgpu_radix_tile
-// Whole 16-byte units, as PassStorage.
-struct __align__(16) TileStorage {
-  TileItems items;
-  RankStorage rank;
-};
+#if defined(MGPU_WANT_mgpu_radix_tile) || defined(MGPU_WANT_mgpu_radix_segments)
+// The bytes of a tile's items in shared memory: the keys and then the values are reordered through
+// one buffer (a pass places the values once the keys are back in registers).
+#define TILE_ITEM_BYTES (MGPU_NV * (sizeof(K) > sizeof(V) ? sizeof(K) : sizeof(V)))
 
-// Sorts `count` <= NV keys (and values) with one CTA: every pass ranks the tile in registers and
-// reorders it through shared memory. In place is fine: everything is read before anything is
-// written.
-extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
-    mgpu_radix_tile(const K* keys_in, const V* values_in, K* keys_out, V* values_out, int count,
-                    int passes, int begin_bit, int end_bit, u64 flip) {
-  __shared__ TileStorage s;
+// Sorts `count` <= NV keys (and values) with the whole CTA: every pass ranks the tile in
+// registers and reorders it through shared memory. In place is fine: everything is read before
+// anything is written. Ends with a barrier: the storage is free again.
+__device__ __forceinline__ void sort_tile(char* items, RankStorage& rank, const K* keys_in,
+                                          const V* values_in, K* keys_out, V* values_out,
+                                          int count, int passes, int begin_bit, int end_bit,
+                                          u64 flip) {
+  K* tile_keys = reinterpret_cast<K*>(items);
+  V* tile_values = reinterpret_cast<V*>(items);
   K key[MGPU_VT];
   V value[MGPU_VT];
   // One tile, loaded once: a full tile's separate load path would only cost registers here.
@@ -482,19 +483,19 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i)
       item[i] = striped(i) < count ? digit_of(key[i], shift, mask, flip) : RADIX_PAD_DIGIT;
-    rank_tile(item, MGPU_NV - count, s.rank, [](unsigned) {});
-    place_ranked(s.items.keys, key, item);
+    rank_tile(item, MGPU_NV - count, rank, [](unsigned) {});
+    place_ranked(tile_keys, key, item);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i)
-      if (striped(i) < count) key[i] = s.items.keys[striped(i)];
+      if (striped(i) < count) key[i] = tile_keys[striped(i)];
     if (MGPU_VALUES) {
       __syncthreads();
-      place_ranked(s.items.values, value, item);
+      place_ranked(tile_values, value, item);
       __syncthreads();
 #pragma unroll
       for (int i = 0; i < MGPU_VT; ++i)
-        if (striped(i) < count) value[i] = s.items.values[striped(i)];
+        if (striped(i) < count) value[i] = tile_values[striped(i)];
     }
     __syncthreads();  // the next pass's ranking reuses the storage
   }
@@ -505,6 +506,37 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
       keys_out[j] = key[i];
       if (MGPU_VALUES) values_out[j] = value[i];
     }
+  }
+}
+#endif
+
+#ifdef MGPU_WANT_mgpu_radix_tile
+// Sorts an input of `count` <= NV keys (and values) with one CTA.
+extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
+    mgpu_radix_tile(const K* keys_in, const V* values_in, K* keys_out, V* values_out, int count,
+                    int passes, int begin_bit, int end_bit, u64 flip) {
+  // Whole 16-byte units, as PassStorage.
+  __shared__ __align__(16) char items[TILE_ITEM_BYTES];
+  __shared__ RankStorage rank;
+  sort_tile(items, rank, keys_in, values_in, keys_out, values_out, count, passes, begin_bit,
+            end_bit, flip);
+}
+#endif
+
+#ifdef MGPU_WANT_mgpu_radix_segments
+// Sorts the segments [ranges[2r], ranges[2r + 1]) of at most NV keys (and values) in place, one
+// CTA per segment: a segmented sort's segments too long to pack into its tiles and short enough
+// for one tile here, sorted in shared memory with no merge. The items take TILE_ITEM_BYTES of
+// dynamic shared memory (past the 48 KiB of static storage for 8-byte items).
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_radix_segments(K* keys, V* values, const u64* ranges, u64 num_ranges, int passes,
+                        int begin_bit, int end_bit, u64 flip) {
+  extern __shared__ __align__(16) char items[];
+  __shared__ RankStorage rank;
+  for (u64 r = blockIdx.x; r < num_ranges; r += gridDim.x) {
+    u64 begin = ranges[2 * r], end = ranges[2 * r + 1];
+    sort_tile(items, rank, keys + begin, values + begin, keys + begin, values + begin,
+              (int)(end - begin), passes, begin_bit, end_bit, flip);
   }
 }
 #endif

@@ -5,7 +5,8 @@
 //   mgpu_segsort_tiles     the packed tiles' limits, and whether each holds a short segment
 //   mgpu_segsort_short     one packed tile per CTA, sorted in place
 //   mgpu_segsort_rank      the same where no segment is longer than SEG_RANK
-//   mgpu_segsort_classify  the long segments' tiles (a table), the huge segments (a list)
+//   mgpu_segsort_classify  the long segments' tiles (a table), the huge segments and those the
+//                          radix sort takes in one tile (lists)
 //   mgpu_segsort_blocks    one tile of a long segment per CTA, sorted
 //   mgpu_segsort_partition merge path split of each long tile's start in a pass
 //   mgpu_segsort_merge     one output tile of a long segment's merge pass per CTA
@@ -304,16 +305,24 @@ struct LongTile {
 __device__ __forceinline__ int passes_of(unsigned pieces) { return pieces <= 1 ? 0 : 32 - __clz(pieces - 1); }
 
 // summary[0]: the long tiles, summary[1]: the most passes of a segment, summary[2]: the huge
-// segments, listed as (segment, begin, end) in `huge`. The tables' order follows the atomics: each segment's
-// tiles are consecutive, which is all the passes need.
+// segments, listed as (segment, begin, end) in `huge`, summary[3]: the segments of at most
+// `tile_max` keys (0: none) sorted in one tile by the radix sort, listed as (begin, end) in
+// `tiled`. The tables' order follows the atomics: each segment's tiles are consecutive, which is
+// all the passes need.
 #ifdef MGPU_WANT_mgpu_segsort_classify
 extern "C" __global__ void mgpu_segsort_classify(const O* offsets, u64 num_segments, u64 count,
-                                                 u64 huge_min, unsigned* summary, LongTile* long_tiles,
-                                                 u64* huge) {
+                                                 u64 huge_min, u64 tile_max, unsigned* summary,
+                                                 LongTile* long_tiles, u64* huge, u64* tiled) {
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < num_segments;
        i += (u64)gridDim.x * blockDim.x) {
     u64 start = offsets[i], end = segment_end(offsets, num_segments, count, i), len = end - start;
     if (len <= SEG_SHORT) continue;
+    if (len <= tile_max) {
+      unsigned at = atomicAdd(&summary[3], 1u);
+      tiled[2 * at] = start;
+      tiled[2 * at + 1] = end;
+      continue;
+    }
     if (len >= huge_min) {
       unsigned at = atomicAdd(&summary[2], 1u);
       huge[3 * at] = i;
