@@ -110,6 +110,9 @@ pub(crate) struct Gpu {
     pub(crate) lookback: Mutex<lookback::LookbackScratch>,
     /// What a segmented reduction's tiles leave for its spine, kept between calls on this stream.
     pub(crate) carries: Mutex<memory::StreamScratch>,
+    /// Page-locked host memory for the small read-backs that end a call (a validation's
+    /// findings), allocated on first use.
+    pub(crate) readback: Mutex<memory::Readback>,
 }
 
 impl Drop for Gpu {
@@ -119,6 +122,8 @@ impl Drop for Gpu {
         scratch.release(self);
         let carries = self.carries.get_mut().unwrap_or_else(|e| e.into_inner());
         std::mem::take(carries).release(self);
+        let readback = self.readback.get_mut().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(readback).release(self);
     }
 }
 
@@ -214,6 +219,7 @@ impl Gpu {
             modules: Arc::new(Mutex::new(ModuleCache::default())),
             lookback: Mutex::new(lookback::LookbackScratch::default()),
             carries: Mutex::new(memory::StreamScratch::default()),
+            readback: Mutex::new(memory::Readback::default()),
         })
     }
 
@@ -229,6 +235,7 @@ impl Gpu {
             modules: self.modules.clone(),
             lookback: Mutex::new(lookback::LookbackScratch::default()),
             carries: Mutex::new(memory::StreamScratch::default()),
+            readback: Mutex::new(memory::Readback::default()),
         }
     }
 

@@ -402,10 +402,10 @@ crate::kernel_args! {
     }
 }
 
-/// Segments per CTA of `mgpu_segreduce_validate_offsets` (its VALIDATE_TILE): 4 runs of a
+/// Segments per CTA of `mgpu_segreduce_validate_offsets` (its VALIDATE_TILE): 8 runs of a
 /// 16-byte load per thread.
 fn validate_tile(wide_offsets: bool) -> u64 {
-    4 * 256 * if wide_offsets { 2 } else { 4 }
+    8 * 256 * if wide_offsets { 2 } else { 4 }
 }
 
 crate::kernel_args! {

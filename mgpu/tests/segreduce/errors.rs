@@ -527,7 +527,7 @@ fn first_bad_index_among_many() {
 }
 
 /// A decreasing offset at every edge of the GPU's validation (a 16-byte run, a warp, a tile of
-/// 2048 or 4096 segments), in `u32` and `u64`, from an aligned buffer and from a view one offset
+/// 4096 or 8192 segments), in `u32` and `u64`, from an aligned buffer and from a view one offset
 /// into it (scalar loads); and the first empty segment at the same places.
 #[test]
 fn bad_offsets_at_validation_edges() {
@@ -536,7 +536,7 @@ fn bad_offsets_at_validation_edges() {
         let count = 3 * k as u64;
         let values = ctx.upload(&vec![1u8; count as usize]).unwrap();
         for p in [
-            2, 3, 4, 5, 127, 128, 129, 2047, 2048, 2049, 4095, 4096, 4097, 8999,
+            2, 3, 4, 5, 127, 128, 129, 2047, 2048, 2049, 4095, 4096, 4097, 8191, 8192, 8193, 8999,
         ] {
             for shift in [0usize, 1] {
                 // Offsets from `shift` on; the view's segment p - 1 ends before it starts.

@@ -781,7 +781,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 // checked in the offsets' own width (the host sends 32-bit offsets past 2^32 - 1 items to
 // mgpu_segreduce_validate) with indices within the CTA's tile. Atomics are rare: one per warp at
 // most for each finding, and none where a smaller index (or a longer segment) is already recorded.
-#define VALIDATE_VECS 4
+#define VALIDATE_VECS 8
 #define VALIDATE_RUN (16 / (int)sizeof(O))
 #define VALIDATE_TILE (VALIDATE_VECS * 256 * VALIDATE_RUN)
 template <int S>
