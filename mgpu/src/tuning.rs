@@ -119,10 +119,12 @@ pub enum Family {
     RadixKeys,
     /// Radix sort of keys with values or indices (size class: key + value size).
     RadixPairs,
-    /// A segmented sort's segments of up to a tile, radix-sorted in shared memory one CTA per
-    /// segment (size class: the key's size, or key + value size with values). The tile bounds
-    /// the segments it takes: its keys and values stay in registers across every pass.
+    /// A segmented sort's segments of up to a tile, keys only, radix-sorted in shared memory one
+    /// CTA per segment (size class: the key's size). The tile bounds the segments it takes: its
+    /// keys stay in registers across every pass.
     RadixSegments,
+    /// The same with values (size class: key + value size).
+    RadixSegmentPairs,
 }
 
 impl Family {
@@ -140,6 +142,7 @@ impl Family {
             Family::RadixKeys => "radix_keys",
             Family::RadixPairs => "radix_pairs",
             Family::RadixSegments => "radix_segments",
+            Family::RadixSegmentPairs => "radix_segment_pairs",
         }
     }
     /// The family named `s` in tuning files ([`Family::name`]'s inverse).
@@ -156,6 +159,7 @@ impl Family {
             "radix_keys" => Some(Family::RadixKeys),
             "radix_pairs" => Some(Family::RadixPairs),
             "radix_segments" => Some(Family::RadixSegments),
+            "radix_segment_pairs" => Some(Family::RadixSegmentPairs),
             _ => None,
         }
     }
@@ -261,6 +265,10 @@ const TABLE: &[Entry] = &[
     e(Family::RadixSegments, 70, 4, 384, 14, 2),
     e(Family::RadixSegments, 70, 8, 384, 9, 2),
     e(Family::RadixSegments, 70, 16, 256, 7, 2),
+    e(Family::RadixSegmentPairs, 70, 2, 384, 12, 2),
+    e(Family::RadixSegmentPairs, 70, 4, 384, 12, 2),
+    e(Family::RadixSegmentPairs, 70, 8, 384, 9, 2),
+    e(Family::RadixSegmentPairs, 70, 16, 256, 7, 2),
     // sm_90, H100, 2026-11-25, `mgpu tune radix --size 26` (i32 and u64; G keys/s): the best
     // cell whose kernels compile without spills with NVRTC 13.0 and 13.5 for every type of its
     // size class. 4-byte keys: 384x17x3 42.6 is i32's best, but f32 spills from 384x15x3, so
@@ -274,14 +282,18 @@ const TABLE: &[Entry] = &[
     e(Family::RadixPairs, 90, 4, 384, 8, 3),
     e(Family::RadixPairs, 90, 8, 384, 10, 2),
     e(Family::RadixPairs, 90, 16, 384, 5, 3),
-    // Segments: the tile bounds the segments a CTA sorts alone (5376 keys at 384x14, 5120 at
-    // 320x16), so pairs keep about the keys' tile at 2 CTAs per SM. 8-byte items spill from
-    // 384x13x2 (i64 keys) and 352x15x2; 320x16x2 has 96 registers. Picked without spills (NVRTC
-    // 13.0), not yet swept.
+    // Segments: the tile bounds the segments a CTA sorts alone (5376 keys at 384x14, 5120 pairs
+    // at 320x16), at 2 CTAs per SM. Spills with NVRTC 13.0 (13.5 spills less): u64 keys from
+    // 384x12x2 and at 320x16x2 and 288x18x2, 1-byte pairs at 384x13x2, u32 pairs at 288x18x2.
+    // Picked without spills with NVRTC 13.0 and 13.5, not yet swept.
     e(Family::RadixSegments, 90, 2, 384, 14, 2),
     e(Family::RadixSegments, 90, 4, 384, 14, 2),
-    e(Family::RadixSegments, 90, 8, 320, 16, 2),
+    e(Family::RadixSegments, 90, 8, 384, 11, 2),
     e(Family::RadixSegments, 90, 16, 384, 7, 2),
+    e(Family::RadixSegmentPairs, 90, 2, 384, 12, 2),
+    e(Family::RadixSegmentPairs, 90, 4, 384, 14, 2),
+    e(Family::RadixSegmentPairs, 90, 8, 320, 16, 2),
+    e(Family::RadixSegmentPairs, 90, 16, 384, 7, 2),
     // sm_90, H100 SXM, 2026-11-22, `mgpu bench scan --sizes 20..28 --no-peer` with MGPU_TUNING
     // (median of 10-15; 2^28 i32 in ms, memcpy of the same bytes 0.718 ms):
     //   256x15x2 1.03 | 256x23x1 0.95 | 256x31x1 0.96 | 128x15x4 1.14 | 128x31x4 0.94
@@ -810,6 +822,7 @@ mod tests {
             Family::RadixKeys,
             Family::RadixPairs,
             Family::RadixSegments,
+            Family::RadixSegmentPairs,
         ] {
             assert_eq!(Family::from_name(f.name()), Some(f));
         }

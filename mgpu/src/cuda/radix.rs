@@ -42,7 +42,7 @@ pub struct RadixSpec {
     /// The tuning.
     pub tuning: Tuning,
     /// The module sorts a segmented sort's segments (`mgpu_radix_segments` alone, tuned by
-    /// `RadixSegments`), not whole inputs.
+    /// `RadixSegments` or `RadixSegmentPairs`), not whole inputs.
     pub segments: bool,
 }
 
@@ -67,7 +67,7 @@ impl RadixSpec {
     }
 
     /// The module of a segmented sort's segments: keys `K` with values `V` (`Pairs`) or none,
-    /// ordered by `key`, with the `RadixSegments` tuning for `arch`.
+    /// ordered by `key`, with the `RadixSegments` (`RadixSegmentPairs`) tuning for `arch`.
     pub fn segments<K: Element, V: Element>(
         key: &RadixKey<K>,
         mode: SortValues,
@@ -148,8 +148,12 @@ impl KernelFamily for Radix {
     fn compiles(spec: &RadixSpec, kernel: &str) -> bool {
         (kernel == "mgpu_radix_segments") == spec.segments
     }
-    const TUNING: &'static [Family] =
-        &[Family::RadixKeys, Family::RadixPairs, Family::RadixSegments];
+    const TUNING: &'static [Family] = &[
+        Family::RadixKeys,
+        Family::RadixPairs,
+        Family::RadixSegments,
+        Family::RadixSegmentPairs,
+    ];
     fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
         let mut out = Vec::new();
         crate::for_each_arithmetic!(radix_instances(table, &mut out));
@@ -174,7 +178,7 @@ pub fn segments_tuning_family(
 ) -> (Family, usize) {
     match mode {
         SortValues::None => (Family::RadixSegments, key_size),
-        _ => (Family::RadixSegments, key_size + value_size),
+        _ => (Family::RadixSegmentPairs, key_size + value_size),
     }
 }
 
