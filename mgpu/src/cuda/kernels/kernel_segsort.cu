@@ -209,9 +209,9 @@ __device__ __forceinline__ void rank_packed(const Storage& s, K* keys, V* values
     int start = segment_start(s.head_bits, j), end = segment_stop(s.head_bits, j, n);
     if (end - start > SEG_RANK) continue;  // a long segment's piece
     K key = s.raw[j];
-    // The keys before j come first unless after `key`, those after j only if before it. Four
-    // loads and compares a trip, unrolled by hand: the rolled loop took about 15 instructions a
-    // compare. Lanes of one segment share the trip count.
+    // The keys before j come first unless after `key`, those after j only if before it. One
+    // loop over the segment, so that lanes of one segment share the trip count (two loops, before
+    // and after j, ran both at the longest lane's count); four loads and compares a trip.
     auto first = [&](const K& x, int t) { return (int)(t < j ? !comp(key, x) : comp(x, key)); };
     int rank = start, t = start;
     for (; t + 4 <= end; t += 4) {
