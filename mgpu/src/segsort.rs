@@ -319,7 +319,7 @@ impl Context {
                     longest,
                 };
                 // Segments of up to a tile of the radix sort's, for keys it orders: one CTA each.
-                let radix = RadixTiles::of::<V>(comparator, mode, self.arch())?;
+                let radix = RadixTiles::of::<K, V>(comparator, mode, self.arch())?;
                 let huge = gpu.ordered(&homes, || {
                     crate::cuda::segsort::sort::<K, V, O>(
                         gpu,

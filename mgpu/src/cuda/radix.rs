@@ -10,7 +10,6 @@ use super::memory::DeviceMem;
 use super::sort::SortValues;
 use super::Gpu;
 use crate::error::Result;
-use crate::radix::RadixKey;
 use crate::tuning::{self, Family, Tuning};
 use crate::{Arithmetic, Element};
 use cudarc::driver::sys::CUdeviceptr;
@@ -67,15 +66,16 @@ impl RadixSpec {
     }
 
     /// The module of a segmented sort's segments: keys `K` with values `V` (`Pairs`) or none,
-    /// ordered by `key`, with the `RadixSegments` (`RadixSegmentPairs`) tuning for `arch`.
+    /// ordered by `order` (as in [`RadixSpec::new`]), with the `RadixSegments`
+    /// (`RadixSegmentPairs`) tuning for `arch`.
     pub fn segments<K: Element, V: Element>(
-        key: &RadixKey<K>,
+        wide: bool,
+        order: Expr,
         mode: SortValues,
         arch: Option<u32>,
     ) -> Result<Self> {
         let (family, size) = segments_tuning_family(mode, size_of::<K>(), size_of::<V>());
         let t = tuning::resolve(family, arch, size, None)?;
-        let (wide, order) = key.spec_parts();
         Ok(RadixSpec {
             segments: true,
             ..RadixSpec::new::<K, V>(wide, order, mode, &t)
@@ -526,17 +526,17 @@ pub(crate) fn sort(
 /// Sorts, in place, each of the `num_ranges` segments whose (begin, end) positions are the u64
 /// pairs at `ranges`, one CTA per segment; each holds at most `spec`'s tile (a `segments`
 /// module), so that every pass stays in shared memory. `values` with `SortValues::Pairs`.
-pub(crate) fn sort_segments<K: Element>(
+pub(crate) fn sort_segments(
     gpu: &Arc<Gpu>,
     spec: &RadixSpec,
-    key: &RadixKey<K>,
+    order: &Order,
     (keys, values): (CUdeviceptr, CUdeviceptr),
     ranges: CUdeviceptr,
     num_ranges: u64,
 ) -> Result<()> {
     debug_assert!(spec.segments && spec.mode != SortValues::Indices);
     let module = gpu.module::<Radix>(spec, part::<Radix>("radix_segments"))?;
-    let bits = key.bits();
+    let bits = &order.bits;
     let args = SegmentsArgs {
         keys,
         values,
@@ -545,7 +545,7 @@ pub(crate) fn sort_segments<K: Element>(
         passes: (bits.end - bits.start).div_ceil(RADIX_BITS) as i32,
         begin_bit: bits.start as i32,
         end_bit: bits.end as i32,
-        flip: if key.is_descending() { u64::MAX } else { 0 },
+        flip: if order.descending { u64::MAX } else { 0 },
     };
     let grid = num_ranges.min(i32::MAX as u64) as u32;
     // As mgpu_radix_segments' TILE_ITEM_BYTES.

@@ -6,11 +6,10 @@
 use super::family::{part, Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Prelude};
 use super::memory::DeviceMem;
-use super::radix::{self, RadixSpec};
+use super::radix::{self, Order, RadixSpec};
 use super::sort::{self as merge, Merge, MergeSpec, SortValues};
 use super::Gpu;
 use crate::error::Result;
-use crate::radix::RadixKey;
 use crate::tuning::{self, Family, Tuning};
 use crate::{Arithmetic, Comparator, Element, Offset};
 use cudarc::driver::sys::CUdeviceptr;
@@ -293,17 +292,17 @@ const SMALL_BLOCK: u32 = 128;
 
 /// The radix sort of the segments longer than a packed tile takes and at most its own tile, for
 /// keys that a radix key orders: each is sorted in one CTA with no merge.
-pub(crate) struct RadixTiles<K: Element> {
+pub(crate) struct RadixTiles {
     /// A `segments` module's spec.
     pub spec: RadixSpec,
-    /// The comparator's radix key.
-    pub key: RadixKey<K>,
+    /// The comparator's bits and direction.
+    pub order: Order,
 }
 
-impl<K: Element> RadixTiles<K> {
+impl RadixTiles {
     /// For keys `K` (with values `V` where `mode` is `Pairs`) under `comparator`, if a radix key
     /// orders them (built-in orders of arithmetic keys).
-    pub fn of<V: Element>(
+    pub fn of<K: Element, V: Element>(
         comparator: &Comparator<K>,
         mode: SortValues,
         arch: Option<u32>,
@@ -311,8 +310,13 @@ impl<K: Element> RadixTiles<K> {
         let Some(key) = crate::radix::builtin_key(comparator) else {
             return Ok(None);
         };
-        let spec = RadixSpec::segments::<K, V>(&key, mode, arch)?;
-        Ok(Some(RadixTiles { spec, key }))
+        let (wide, order) = key.spec_parts();
+        let spec = RadixSpec::segments::<K, V>(wide, order, mode, arch)?;
+        let order = Order {
+            bits: key.bits(),
+            descending: key.is_descending(),
+        };
+        Ok(Some(RadixTiles { spec, order }))
     }
 }
 
@@ -328,7 +332,7 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
     comparator: &Comparator<K>,
     mode: SortValues,
     tuning: &Tuning,
-    radix: Option<&RadixTiles<K>>,
+    radix: Option<&RadixTiles>,
 ) -> Result<Vec<HugeSegment>> {
     let Geometry {
         offsets,
@@ -387,8 +391,16 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
     let long_capacity = count / (short_max + 1) + 1;
     let long_tiles = DeviceMem::alloc(gpu, long_capacity as usize * 16)?;
     let huge = DeviceMem::alloc(gpu, (count / HUGE_SEGMENT + 1) as usize * 24)?;
+    // With no radix key, no segment is listed for the radix sort (nothing is allocated).
     let tile_max = radix.map_or(0, |r| r.spec.tuning.nv() as u64);
-    let tiled = DeviceMem::alloc(gpu, long_capacity as usize * 16)?;
+    let tiled = DeviceMem::alloc(
+        gpu,
+        if tile_max > 0 {
+            long_capacity as usize * 16
+        } else {
+            0
+        },
+    )?;
     let args = ClassifyArgs {
         offsets,
         num_segments,
@@ -413,7 +425,7 @@ pub(crate) fn sort<K: Element, V: Element, O: Offset>(
         radix::sort_segments(
             gpu,
             &r.spec,
-            &r.key,
+            &r.order,
             (keys, values),
             tiled.ptr,
             num_tiled as u64,
@@ -653,7 +665,7 @@ pub(crate) fn segmented_top_k<K: Element, O: Offset>(
         n,
     };
     gpu.launch(&module, stride_grid(gpu, n), 256, &args)?;
-    let radix = RadixTiles::of::<u32>(comparator, SortValues::Pairs, arch)?;
+    let radix = RadixTiles::of::<K, u32>(comparator, SortValues::Pairs, arch)?;
     let huge = sort::<K, u32, O>(
         gpu,
         geometry,
