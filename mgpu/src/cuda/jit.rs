@@ -38,6 +38,9 @@ pub mod headers {
         (cta_merge) => {
             include_str!("kernels/cta_merge.cuh")
         };
+        (radix_order) => {
+            include_str!("kernels/radix_order.cuh")
+        };
     }
     /// Word-wise shuffles, relaxed / acquire / release accesses, L2 loads, cp.async.
     pub const INTRINSICS: &str = header!(intrinsics);
@@ -47,6 +50,8 @@ pub mod headers {
     pub const CTA_REDUCE: &str = header!(cta_reduce);
     /// Merge path search, serial merge, odd-even transposition sort.
     pub const CTA_MERGE: &str = header!(cta_merge);
+    /// `radix_order`: the order-preserving numbers of the built-in key types.
+    pub const RADIX_ORDER: &str = header!(radix_order);
     /// The CTA scan (after [`CTA_REDUCE`]).
     pub const CTA_SCAN: &str = header!(cta_scan);
     /// What a look-back kernel builds on: intrinsics, load / store, CTA reduce and scan, the

@@ -99,6 +99,7 @@ impl KernelFamily for Radix {
     const NAME: &'static str = "radix";
     const FILES: &'static [&'static str] = &[
         headers::LOOKBACK,
+        headers::RADIX_ORDER,
         include_str!("kernels/kernel_radix.cu"),
         include_str!("kernels/kernel_select.cu"),
     ];

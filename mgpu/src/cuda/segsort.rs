@@ -36,6 +36,9 @@ pub struct SegSortSpec {
     pub mode: SortValues,
     /// The strict weak order's expression over `a` and `b`.
     pub comparator: Expr,
+    /// For a built-in order of keys of at most 4 bytes: the order's number of a key `x` (a
+    /// `radix_order` expression), which the rank kernel compares in place of the comparator.
+    pub rank_order: Option<&'static str>,
     /// The tuning.
     pub tuning: Tuning,
 }
@@ -53,9 +56,24 @@ impl SegSortSpec {
             offsets: ElementDesc::of::<O>(),
             mode,
             comparator: Expr::new(comparator.cuda_expression(), comparator.cuda_helpers()),
+            rank_order: rank_order(comparator),
             tuning: *tuning,
         }
     }
+}
+
+/// The number the rank kernel orders keys `K` by under `comparator`, where the radix sort's
+/// number of a built-in order fits 32 bits: a key's number and position make one 64-bit word.
+fn rank_order<K: Element>(comparator: &Comparator<K>) -> Option<&'static str> {
+    let key = crate::radix::builtin_key(comparator)?;
+    if std::mem::size_of::<K>() > 4 {
+        return None;
+    }
+    Some(if key.is_descending() {
+        "~radix_order(x)"
+    } else {
+        "radix_order(x)"
+    })
 }
 
 /// The segmented sort family, in two parts: the packed tiles of short segments (and the
@@ -70,6 +88,7 @@ impl KernelFamily for SegSort {
         headers::CTA_REDUCE,
         headers::CTA_SCAN,
         headers::CTA_MERGE,
+        headers::RADIX_ORDER,
         include_str!("kernels/kernel_mergesort.cu"),
         include_str!("kernels/kernel_segsort.cu"),
     ];
@@ -112,6 +131,9 @@ impl KernelFamily for SegSort {
                 "bool operator()(const K& a, const K& b)",
                 &spec.comparator,
             );
+        if let Some(order) = spec.rank_order {
+            p.define("MGPU_RANK_ORDER(x)", format!("({order})"));
+        }
     }
     fn tuning(spec: &SegSortSpec) -> Tuning {
         spec.tuning
@@ -134,6 +156,16 @@ impl KernelFamily for SegSort {
             desc,
             "less None u64",
         ));
+        // A user's comparator: the rank kernel calls it (built-in orders compare numbers).
+        let by_abs = Comparator::new(
+            "by_abs",
+            |a: &i32, b: &i32| a.abs() < b.abs(),
+            "abs(a) < abs(b)",
+        );
+        let (family, size) = tuning_family(SortValues::None, 4, 0);
+        let spec =
+            SegSortSpec::new::<i32, i32, u32>(&by_abs, SortValues::None, &table(family, size)?);
+        out.push(Instance::of::<SegSort>(&spec, family, desc, "by_abs None"));
         Ok(out)
     }
 }

@@ -196,36 +196,43 @@ __device__ __forceinline__ bool load_packed(Storage& s, const K* keys, const V* 
 }
 
 // Segments of at most SEG_RANK keys: each key's rank within its segment counts the keys before
-// it in the order, ties in input order; a key already in its place is not written (a tile of
-// one-key segments writes nothing). The loop stays rolled: its trip counts vary.
-template <typename Storage>
-__device__ __forceinline__ void rank_packed(const Storage& s, K* keys, V* values, u64 base,
-                                            int n) {
-  Comp comp;
+// it in the order, ties in input order (`below(j, t)`: key t comes before key j); a key already
+// in its place is not written (a tile of one-key segments writes nothing). The loop over a
+// thread's keys stays rolled: its trip counts vary.
+template <typename Storage, typename Below>
+__device__ __forceinline__ void rank_packed(const Storage& s, K* keys, V* values, u64 base, int n,
+                                            Below below) {
 #pragma unroll 1
   for (int i = 0; i < MGPU_VT; ++i) {
     int j = i * MGPU_NT + threadIdx.x;
     if (j >= n) continue;
     int start = segment_start(s.head_bits, j), end = segment_stop(s.head_bits, j, n);
     if (end - start > SEG_RANK) continue;  // a long segment's piece
-    K key = s.raw[j];
-    // The keys before j come first unless after `key`, those after j only if before it. One
-    // loop over the segment, so that lanes of one segment share the trip count (two loops, before
-    // and after j, ran both at the longest lane's count); four loads and compares a trip.
-    auto first = [&](const K& x, int t) { return (int)(t < j ? !comp(key, x) : comp(x, key)); };
+    // One loop over the whole segment, so that lanes of one segment share the trip count (two
+    // loops, before and after j, ran both at the longest lane's count); four compares a trip.
     int rank = start, t = start;
-    for (; t + 4 <= end; t += 4) {
-      K a = s.raw[t], b = s.raw[t + 1], c = s.raw[t + 2], d = s.raw[t + 3];
-      rank += first(a, t) + first(b, t + 1) + first(c, t + 2) + first(d, t + 3);
-    }
-    for (; t < end; ++t) rank += first(s.raw[t], t);
+    for (; t + 4 <= end; t += 4)
+      rank += below(j, t) + below(j, t + 1) + below(j, t + 2) + below(j, t + 3);
+    for (; t < end; ++t) rank += below(j, t);
     if (rank != j) {
-      keys[base + rank] = key;
+      keys[base + rank] = s.raw[j];
 #if MGPU_VALUES
       values[base + rank] = s.values[j];
 #endif
     }
   }
+}
+
+// `below` under the comparator: the keys before j come first unless after key j, those after j
+// only if before it.
+template <typename Storage>
+__device__ __forceinline__ void rank_packed(const Storage& s, K* keys, V* values, u64 base,
+                                            int n) {
+  Comp comp;
+  rank_packed(s, keys, values, base, n, [&](int j, int t) {
+    const K key = s.raw[j], x = s.raw[t];
+    return (int)(t < j ? !comp(key, x) : comp(x, key));
+  });
 }
 
 // Geometries whose segments all hold at most SEG_RANK keys: every tile ranks. Without the tile
@@ -235,6 +242,9 @@ struct RankStorage {
   __align__(16) K raw[MGPU_NV];
 #if MGPU_VALUES
   __align__(16) V values[MGPU_NV];
+#endif
+#ifdef MGPU_RANK_ORDER
+  unsigned numbers[MGPU_NV];  // MGPU_RANK_ORDER of each key
 #endif
   unsigned head_bits[MGPU_NV / 32 + 1];
 };
@@ -246,7 +256,20 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 2 * MGPU_OCC)
   if (!(tile.segment & SEG_ACTIVE)) return;
   int n;
   load_packed(s, keys, values, offsets, num_segments, count, tile, tiles[blockIdx.x + 1], n);
+#ifdef MGPU_RANK_ORDER
+  // A built-in order of keys of at most 4 bytes (the host defines MGPU_RANK_ORDER(x), the
+  // order's number of x, only then): key t comes before key j where (number, position) of t is
+  // below that of j, one 64-bit compare with no comparator call and no choice by position.
+  static_assert(sizeof(K) <= 4, "a key's number and its position in 64 bits");
+  for (int j = threadIdx.x; j < n; j += MGPU_NT) s.numbers[j] = (unsigned)(MGPU_RANK_ORDER(s.raw[j]));
+  __syncthreads();
+  rank_packed(s, keys, values, tile.begin, n, [&](int j, int t) {
+    const u64 key = (u64)s.numbers[j] << 32 | (unsigned)j;
+    return (int)(((u64)s.numbers[t] << 32 | (unsigned)t) < key);
+  });
+#else
   rank_packed(s, keys, values, tile.begin, n);
+#endif
 }
 #endif
 
