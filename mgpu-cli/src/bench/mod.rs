@@ -170,6 +170,10 @@ pub struct BenchArgs {
         hide_possible_values = true
     )]
     dist: Vec<KeyDist>,
+    /// Only these rows, comma-separated, named as in the table's first column (segsort-keys/fixed-1),
+    /// as `bench suite` picks its rows [default: every row]
+    #[arg(long, value_name = "ROWS", value_delimiter = ',')]
+    rows: Vec<String>,
     /// dist: the rank counts, comma-separated [default: 1,2]
     #[arg(long, value_name = "N,..", value_delimiter = ',')]
     ranks: Vec<usize>,
@@ -236,7 +240,11 @@ impl From<BenchArgs> for Args {
             } else {
                 b.dist
             },
-            only: None,
+            // Leaked once: the rows live as long as the command.
+            only: (!b.rows.is_empty()).then(|| {
+                let rows: Vec<&'static str> = b.rows.into_iter().map(|r| &*r.leak()).collect();
+                &*rows.leak()
+            }),
             ranks: if b.ranks.is_empty() {
                 vec![1, 2]
             } else {

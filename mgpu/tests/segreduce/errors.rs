@@ -642,3 +642,59 @@ fn first_bad_column_anywhere() {
         }
     }
 }
+
+/// About a thousand tiles of the GPU's validation, several waves of its CTAs: the first bad
+/// offset, the first empty segment and the longest segment wherever they lie, with later findings
+/// in other tiles; three rounds on one context, each reusing the stream's record of findings.
+#[test]
+fn findings_across_many_tiles() {
+    let mut r = rng();
+    for ctx in backends() {
+        // 2^23 + 12345 one-key segments: about 1000 tiles of 8192 offsets, past one wave.
+        let k = (1usize << 23) + 12345;
+        let ones: Vec<u32> = (0..k as u32).collect();
+        for round in 0..3 {
+            let what = format!("{ctx:?} round {round}");
+            let mut places: Vec<usize> = (0..3).map(|_| r.random_range(8..k - 1)).collect();
+            places.sort_unstable();
+            // A longest segment of 2 + round keys, ending at one of the places.
+            let mut offsets = ones.clone();
+            let long = places[1];
+            for o in offsets[long - 1 - round..long].iter_mut() {
+                *o = (long - 2 - round) as u32;
+            }
+            let buf = ctx.upload(&offsets).unwrap();
+            let plan = ctx
+                .segmented_sort_plan(Csr::allow_empty(&buf), k)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(
+                plan.longest(),
+                2 + round as u64,
+                "{what}: the longest segment"
+            );
+
+            // Decreasing at every place: the first one is reported.
+            let mut bad = ones.clone();
+            for &p in places.iter().rev() {
+                bad[p] = bad[p - 1] - 1;
+            }
+            let buf = ctx.upload(&bad).unwrap();
+            let e = ctx
+                .segmented_sort_plan(Csr::allow_empty(&buf), k)
+                .unwrap_err();
+            let needle = format!("offsets[{}] = {} is less than", places[0], bad[places[0]]);
+            expect_invalid(e, &[&needle], &what);
+
+            // Empty at every place: the first one is reported where empty segments are refused.
+            let mut empty = ones.clone();
+            for &p in &places {
+                empty[p] = empty[p - 1];
+            }
+            let buf = ctx.upload(&empty).unwrap();
+            let e = ctx.segmented_sort_plan(Csr::new(&buf), k).unwrap_err();
+            let needle = format!("offsets[{}] = {} equals", places[0], empty[places[0]]);
+            expect_invalid(e, &[&needle], &what);
+            still_usable(&ctx, &what);
+        }
+    }
+}
