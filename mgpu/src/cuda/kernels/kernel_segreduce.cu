@@ -792,6 +792,41 @@ template <>
 struct OffsetWord<4> {
   typedef unsigned type;
 };
+// A tile's checks, the last segment's first so that the last finding set is the smallest index.
+// STRICT: increasing offsets below `end`, else non-decreasing up to it. WHOLE: every segment of
+// the tile exists and none is the first (no check of either per segment). A segment's length past
+// a bad offset may be anything: the host reads the longest only where no offset is bad.
+template <bool STRICT, bool WHOLE, typename W>
+__device__ __forceinline__ void check_offsets(const W (&x)[VALIDATE_VECS][VALIDATE_RUN],
+                                              const O* offsets, u64 base, u64 num_segments,
+                                              W end, int& first_bad, int& first_empty,
+                                              W& longest) {
+  const int tid = threadIdx.x, lane = tid % MGPU_WARP;
+#pragma unroll
+  for (int u = VALIDATE_VECS - 1; u >= 0; --u) {
+    const u64 first = base + (u64)(u * 256 + tid) * VALIDATE_RUN;
+    W before = __shfl_up_sync(MGPU_FULL_MASK, x[u][VALIDATE_RUN - 1], 1);
+    W after = __shfl_down_sync(MGPU_FULL_MASK, x[u][0], 1);
+    if (lane == 0) before = first > 0 && first <= num_segments ? (W)offsets[first - 1] : 0;
+    if (lane == MGPU_WARP - 1)
+      after = first + VALIDATE_RUN < num_segments ? (W)offsets[first + VALIDATE_RUN] : end;
+#pragma unroll
+    for (int e = VALIDATE_RUN - 1; e >= 0; --e) {
+      const W prev = e == 0 ? before : x[u][e - 1], start = x[u][e];
+      const W next = e == VALIDATE_RUN - 1 ? after : x[u][e + 1];
+      const bool below_end = STRICT ? start < end : start <= end;
+      bool ok = below_end && (STRICT ? start > prev : start >= prev);
+      if (!WHOLE && first + e == 0) ok = below_end && start == 0;
+      const bool live = WHOLE || first + e < num_segments;
+      const W len = next - start;  // 0 past the last segment
+      const int at = (u * 256 + tid) * VALIDATE_RUN + e;
+      first_bad = live && !ok ? at : first_bad;
+      if (!STRICT) first_empty = live && len == 0 ? at : first_empty;
+      longest = max(longest, len);
+    }
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(256)
     mgpu_segreduce_validate_offsets(const O* offsets, u64 num_segments, u64 count, int strict,
                                     u64* bad) {
@@ -800,6 +835,9 @@ extern "C" __global__ void __launch_bounds__(256)
   const u64 base = (u64)blockIdx.x * VALIDATE_TILE;
   const W end = (W)count;
   const bool aligned = ((u64)offsets % 16) == 0;
+  // The longest segment recorded so far, read before the offsets so that its round trip overlaps
+  // theirs (read after them, it kept every CTA resident a round trip longer).
+  const u64 recorded = lane == 0 ? ((volatile u64*)bad)[4] : 0;
   W x[VALIDATE_VECS][VALIDATE_RUN];
 #pragma unroll
   for (int u = 0; u < VALIDATE_VECS; ++u) {
@@ -815,29 +853,18 @@ extern "C" __global__ void __launch_bounds__(256)
   }
   int first_bad = VALIDATE_TILE, first_empty = VALIDATE_TILE;
   W longest = 0;
-#pragma unroll
-  for (int u = VALIDATE_VECS - 1; u >= 0; --u) {
-    const u64 first = base + (u64)(u * 256 + tid) * VALIDATE_RUN;
-    W before = __shfl_up_sync(MGPU_FULL_MASK, x[u][VALIDATE_RUN - 1], 1);
-    W after = __shfl_down_sync(MGPU_FULL_MASK, x[u][0], 1);
-    if (lane == 0) before = first > 0 && first <= num_segments ? (W)offsets[first - 1] : 0;
-    if (lane == MGPU_WARP - 1)
-      after = first + VALIDATE_RUN < num_segments ? (W)offsets[first + VALIDATE_RUN] : end;
-#pragma unroll
-    for (int e = VALIDATE_RUN - 1; e >= 0; --e) {
-      const W prev = e == 0 ? before : x[u][e - 1], start = x[u][e];
-      const W next = e == VALIDATE_RUN - 1 ? after : x[u][e + 1];
-      bool ok = first + e == 0 ? start == 0 : strict ? start > prev : start >= prev;
-      ok = ok && (strict ? start < end : start <= end);
-      const W len = next > start ? next - start : 0;
-      const bool live = first + e < num_segments;
-      // From the last to the first, so that the last one set is the smallest index.
-      const int at = (u * 256 + tid) * VALIDATE_RUN + e;
-      first_bad = live && !ok ? at : first_bad;
-      first_empty = live && len == 0 ? at : first_empty;
-      longest = max(longest, len);  // 0 past the last segment
-    }
+  const bool whole = base > 0 && base + VALIDATE_TILE <= num_segments;
+#define MGPU_CHECK_OFFSETS(STRICT, WHOLE)                                                 \
+  check_offsets<STRICT, WHOLE>(x, offsets, base, num_segments, end, first_bad, first_empty, \
+                               longest)
+  if (strict) {
+    if (whole) MGPU_CHECK_OFFSETS(true, true);
+    else MGPU_CHECK_OFFSETS(true, false);
+  } else {
+    if (whole) MGPU_CHECK_OFFSETS(false, true);
+    else MGPU_CHECK_OFFSETS(false, false);
   }
+#undef MGPU_CHECK_OFFSETS
 #pragma unroll
   for (int d = MGPU_WARP / 2; d > 0; d /= 2) {
     first_bad = min(first_bad, __shfl_xor_sync(~0u, first_bad, d));
@@ -849,7 +876,7 @@ extern "C" __global__ void __launch_bounds__(256)
     if (first_bad < VALIDATE_TILE && base + first_bad < seen[0]) atomicMin(bad, base + first_bad);
     if (!strict && first_empty < VALIDATE_TILE && base + first_empty < seen[3])
       atomicMin(bad + 3, base + first_empty);
-    if (longest > 0 && ~(u64)longest < seen[4]) atomicMin(bad + 4, ~(u64)longest);
+    if (longest > 0 && ~(u64)longest < recorded) atomicMin(bad + 4, ~(u64)longest);
   }
 }
 #endif
