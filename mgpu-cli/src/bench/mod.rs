@@ -351,7 +351,15 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     } else {
         let steps = (a.types.len() * a.sizes.clone().count()) as u64;
         let _bar = output::Progress::new(steps, &format!("bench {}", a.primitive));
-        measure(&ctx, &a, peer.as_ref())?
+        let records = measure(&ctx, &a, peer.as_ref())?;
+        if a.only.is_some() && records.is_empty() {
+            return Err(format!(
+                "bench {}: --rows named no row of it (name them as in the table's first column, \
+                 for example segsort-keys/fixed-1)",
+                a.primitive
+            ));
+        }
+        records
     };
     if json {
         output::print_json(&records, &source.to_string());

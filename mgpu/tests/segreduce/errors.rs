@@ -644,8 +644,8 @@ fn first_bad_column_anywhere() {
 }
 
 /// About a thousand tiles of the GPU's validation, several waves of its CTAs: the first bad
-/// offset, the first empty segment and the longest segment wherever they lie, with later findings
-/// in other tiles; three rounds on one context, each reusing the stream's record of findings.
+/// offset, the first empty segment and the longest segment wherever they lie (a whole tile's
+/// checks or a partial one's), with later findings in other tiles.
 #[test]
 fn findings_across_many_tiles() {
     let mut r = rng();

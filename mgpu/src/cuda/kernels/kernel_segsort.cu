@@ -261,7 +261,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 2 * MGPU_OCC)
   // order's number of x, only then): key t comes before key j where (number, position) of t is
   // below that of j, one 64-bit compare with no comparator call and no choice by position.
   static_assert(sizeof(K) <= 4, "a key's number and its position in 64 bits");
-  for (int j = threadIdx.x; j < n; j += MGPU_NT) s.numbers[j] = (unsigned)(MGPU_RANK_ORDER(s.raw[j]));
+  for (int j = threadIdx.x; j < n; j += MGPU_NT)
+    s.numbers[j] = (unsigned)(MGPU_RANK_ORDER(s.raw[j]));
   __syncthreads();
   rank_packed(s, keys, values, tile.begin, n, [&](int j, int t) {
     const u64 key = (u64)s.numbers[j] << 32 | (unsigned)j;
