@@ -5,8 +5,9 @@
 //! format) that the library then reads. `sort` tunes the merge sort's and the radix sort's
 //! families (keys and pairs of each), `radix` the radix sort's alone.
 //!
-//! Candidates are pruned before anything runs: a tile over `MAX_TILE_BYTES` fails
-//! `Tuning::validate` (a radix sort's tile also holds at most 65535 keys); every kernel of the family is compiled for the device's architecture and
+//! Candidates are pruned before anything runs: a tile over its family's
+//! `Family::max_tile_bytes` fails `Tuning::validate_for` (a radix sort's tile also holds at most
+//! 65535 keys); every kernel of the family is compiled for the device's architecture and
 //! a candidate whose ptxas report shows spills or a stack frame, or that cannot be resident, is
 //! dropped (per cell NT x VT, the highest OCC that compiles clean is the one timed). Each survivor
 //! runs in a child process, `mgpu bench <primitive> --sizes N --types T --no-peer --json`, with
@@ -20,7 +21,7 @@ use crate::primitives::{bench_types, PRIMITIVES, SEGSORT, TYPES};
 use mgpu::cuda::family::Part;
 use mgpu::cuda::jit;
 use mgpu::cuda::occupancy::{theoretical, SmLimits};
-use mgpu::tuning::{self, Family, Tuning, MAX_TILE_BYTES};
+use mgpu::tuning::{self, Family, Tuning};
 use mgpu::Context;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -111,7 +112,7 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
                 Family::RadixPairs,
                 s + 4,
                 Some("radix-pairs"),
-                &[7, 9, 10, 12, 14],
+                &[9, 12, 15, 18, 20, 23],
             ),
         ]
     };
@@ -179,7 +180,7 @@ fn occ_levels(nt: u32, tile_bytes: usize, limits: &SmLimits) -> Vec<u32> {
 /// A cell's outcome for one target.
 #[derive(Clone, Debug)]
 enum Cell {
-    /// Over `MAX_TILE_BYTES`.
+    /// Over the family's `max_tile_bytes`.
     TooBig,
     /// No OCC compiled clean (spills, stack, or not resident).
     Spills,
@@ -440,13 +441,14 @@ fn sweep(
                 for &vt in target.vts {
                     bar.set_message(format!("{} {nt}x{vt}", target.family.name()));
                     let tile = (nt * vt) as usize * per_item;
-                    let cell = if tile > MAX_TILE_BYTES || nt * vt > target.max_items {
+                    let too_big = tile > target.family.max_tile_bytes();
+                    let cell = if too_big || nt * vt > target.max_items {
                         Cell::TooBig
                     } else {
                         let mut found = Cell::Spills;
                         for occ in occ_levels(nt, tile, &check.limits) {
                             let t = Tuning::new(nt, vt, occ);
-                            if t.validate(per_item).is_err() {
+                            if t.validate_for(target.family, per_item).is_err() {
                                 continue;
                             }
                             let ok = if check.enabled {
@@ -555,7 +557,7 @@ fn sweep(
             a.primitive,
             a.size,
             a.primitive,
-            MAX_TILE_BYTES / 1024
+            target.family.max_tile_bytes() / 1024
         );
         print_landscape(
             &grids[k],

@@ -59,8 +59,19 @@ impl Tuning {
         (self.nt * self.vt) as usize
     }
 
-    /// Checks the tuning against hardware limits for an element of `elem_size` bytes.
+    /// Checks the tuning against hardware limits for an element of `elem_size` bytes, in a tile
+    /// of static shared memory ([`MAX_TILE_BYTES`]).
     pub fn validate(&self, elem_size: usize) -> Result<()> {
+        self.validate_tile(elem_size, MAX_TILE_BYTES)
+    }
+
+    /// Checks the tuning of `family` against hardware limits for an element of `elem_size`
+    /// bytes ([`Family::max_tile_bytes`]).
+    pub fn validate_for(&self, family: Family, elem_size: usize) -> Result<()> {
+        self.validate_tile(elem_size, family.max_tile_bytes())
+    }
+
+    fn validate_tile(&self, elem_size: usize, max_tile_bytes: usize) -> Result<()> {
         if self.nt == 0 || !self.nt.is_multiple_of(32) || self.nt > 1024 {
             return invalid(format!(
                 "tuning nt = {} must be a multiple of 32 in 32..=1024",
@@ -77,10 +88,10 @@ impl Tuning {
             ));
         }
         let tile_bytes = self.nv() * elem_size;
-        if tile_bytes > MAX_TILE_BYTES {
+        if tile_bytes > max_tile_bytes {
             return invalid(format!(
                 "tuning {}x{} needs {} bytes of shared memory per tile for {}-byte elements; at most {} (lower vt)",
-                self.nt, self.vt, tile_bytes, elem_size, MAX_TILE_BYTES
+                self.nt, self.vt, tile_bytes, elem_size, max_tile_bytes
             ));
         }
         Ok(())
@@ -89,6 +100,11 @@ impl Tuning {
 
 /// Kernels stage a tile in static shared memory, which is limited to 48 KB per CTA.
 pub const MAX_TILE_BYTES: usize = 44 * 1024;
+
+/// The radix sort's tiles are in dynamic shared memory: up to 96 KiB, two CTAs' worth of an
+/// sm_90 SM with their static storage (sm_70 allows a CTA 96 KiB in all: its table entries stay
+/// small).
+pub const MAX_RADIX_TILE_BYTES: usize = 96 * 1024;
 
 /// The kernel families that have their own tunings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -145,6 +161,14 @@ impl Family {
             Family::RadixSegmentPairs => "radix_segment_pairs",
         }
     }
+    /// The most bytes a tile of the family's kernels may stage in shared memory.
+    pub fn max_tile_bytes(self) -> usize {
+        match self {
+            Family::RadixKeys | Family::RadixPairs => MAX_RADIX_TILE_BYTES,
+            _ => MAX_TILE_BYTES,
+        }
+    }
+
     /// The family named `s` in tuning files ([`Family::name`]'s inverse).
     pub fn from_name(s: &str) -> Option<Family> {
         match s {
@@ -275,12 +299,20 @@ const TABLE: &[Entry] = &[
     // 384x14x3 40.8 (256x20x4 41.9). 8-byte keys: u64's best is 256x17x3 14.1, but f64 spills
     // there and at 256x14x4 (13.3), so 384x9x3 12.9. Pairs of 4-byte keys and u32 values:
     // 384x10x2 21.9 (384x8x3 19.9). 1-2 byte keys: u8 spills from 384x16x3.
-    e(Family::RadixKeys, 90, 2, 384, 14, 3),
-    e(Family::RadixKeys, 90, 4, 384, 14, 3),
-    e(Family::RadixKeys, 90, 8, 384, 9, 3),
+    // With the tiles in dynamic shared memory (2026-11-26, H100, `mgpu bench radix --no-peer`
+    // with MGPU_TUNING, ms at 2^26 | 2^28): 4-byte keys 384x20x2 i32 1.497 | 6.018, f32 1.559 |
+    // 6.241 (384x14x3: i32 1.610 | 6.523). 8-byte keys 384x14x2 u64 4.466 | 17.383 (384x12x2
+    // 4.601 | 17.915, 256x20x2 4.491 | 17.402, 384x9x3 5.020 | 19.701). Pairs of 4-byte keys and
+    // u32 values 512x20x1 i32 2.535 | 9.969, f32 2.502 | 9.813 (384x23x1 i32 2.575 | 10.122;
+    // 256x23x2 2.639 | 10.470; 384x14x2 2.698 | 10.764; 384x10x2 3.019 | 12.449); at OCC 2,
+    // 384 threads spill from VT 16. 384x20x2 spills 8 bytes for i32 with NVRTC 13.5: 384x19x2;
+    // 1-2 byte keys spill at 384x14x3 since the tiles went dynamic: 384x12x3 (not measured).
+    e(Family::RadixKeys, 90, 2, 384, 12, 3),
+    e(Family::RadixKeys, 90, 4, 384, 19, 2),
+    e(Family::RadixKeys, 90, 8, 384, 14, 2),
     e(Family::RadixPairs, 90, 2, 384, 8, 3),
     e(Family::RadixPairs, 90, 4, 384, 8, 3),
-    e(Family::RadixPairs, 90, 8, 384, 10, 2),
+    e(Family::RadixPairs, 90, 8, 512, 20, 1),
     e(Family::RadixPairs, 90, 16, 384, 5, 3),
     // Segments: the tile bounds the segments a CTA sorts alone (5376 keys at 384x14, 5120 pairs
     // at 320x16), at 2 CTAs per SM. Spills with NVRTC 13.0 (13.5 spills less): u64 keys from
@@ -480,13 +512,14 @@ pub fn lookup(family: Family, arch: u32, elem_size: usize) -> Result<Tuning> {
     let from_table =
         best_entry(TABLE.iter(), family, arch, elem_size).unwrap_or(Tuning::new(128, 7, 4));
     let mut t = from_file.unwrap_or(from_table);
-    while t.vt > 1 && t.nv() * elem_size > MAX_TILE_BYTES {
+    let max = family.max_tile_bytes();
+    while t.vt > 1 && t.nv() * elem_size > max {
         t.vt = if t.vt > 2 { (t.vt - 2) | 1 } else { 1 };
     }
-    while t.nt > 32 && t.nv() * elem_size > MAX_TILE_BYTES {
+    while t.nt > 32 && t.nv() * elem_size > max {
         t.nt /= 2;
     }
-    t.validate(elem_size)?;
+    t.validate_for(family, elem_size)?;
     Ok(t)
 }
 
@@ -506,7 +539,7 @@ pub fn resolve(
 ) -> Result<Tuning> {
     match over {
         Some(t) => {
-            t.validate(tile_elem_size)?;
+            t.validate_for(family, tile_elem_size)?;
             Ok(t)
         }
         None => lookup(family, arch.unwrap_or(90), tile_elem_size),
@@ -695,7 +728,7 @@ fn parse_tuning_file(text: &str) -> Result<Vec<Entry>> {
             .map_err(|_| bad())?;
         let mut tuning = Tuning::new(n[2], n[3], n[4]);
         tuning.backoff_ns = n.get(5).copied().unwrap_or(0);
-        tuning.validate(n[1] as usize)?;
+        tuning.validate_for(family, n[1] as usize)?;
         out.push(Entry {
             family,
             arch: n[0],

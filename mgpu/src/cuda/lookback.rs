@@ -159,10 +159,34 @@ pub(crate) fn launch<A: KernelArgs>(
     published: impl Into<Published>,
     args: impl FnOnce(CUdeviceptr, u64, TileStatusArgs) -> A,
 ) -> Result<()> {
-    let grid = num_tiles.min((gpu.sm_count * module.resident::<A>()) as u64);
+    launch_shared(gpu, module, num_tiles, block, 0, published, args)
+}
+
+/// [`launch`] for a kernel that also takes `shared_bytes` of dynamic shared memory per CTA: the
+/// grid is what is resident with it.
+pub(crate) fn launch_shared<A: KernelArgs>(
+    gpu: &Gpu,
+    module: &LoadedModule,
+    num_tiles: u64,
+    block: u32,
+    shared_bytes: u32,
+    published: impl Into<Published>,
+    args: impl FnOnce(CUdeviceptr, u64, TileStatusArgs) -> A,
+) -> Result<()> {
+    let resident = match shared_bytes {
+        0 => module.resident::<A>(),
+        _ => module.resident_with::<A>(block, shared_bytes)?,
+    };
+    let grid = num_tiles.min((gpu.sm_count * resident) as u64);
     let layout = published.into().layout();
     with_lookback(gpu, num_tiles, grid, layout, |tickets, first, status| {
-        gpu.launch(module, grid as u32, block, &args(tickets, first, status))
+        gpu.launch_shared(
+            module,
+            grid as u32,
+            block,
+            shared_bytes,
+            &args(tickets, first, status),
+        )
     })
 }
 

@@ -166,6 +166,36 @@ impl LoadedModule {
     pub fn resident<A: KernelArgs>(&self) -> u32 {
         self.function(A::KERNEL).1
     }
+
+    /// How many CTAs of `block` threads of the kernel that takes `A` fit on one SM with
+    /// `shared_bytes` of dynamic shared memory each (at least one).
+    pub fn resident_with<A: KernelArgs>(&self, block: u32, shared_bytes: u32) -> Result<u32> {
+        let (f, _) = self.function(A::KERNEL);
+        allow_shared(f, shared_bytes)?;
+        let blocks = f
+            .occupancy_max_active_blocks_per_multiprocessor(block, shared_bytes as usize, None)
+            .map_err(driver("querying occupancy"))?;
+        Ok(blocks.max(1))
+    }
+}
+
+/// Allows `f` `shared_bytes` of dynamic shared memory where its static and dynamic shared
+/// memory together pass the default 48 KiB.
+fn allow_shared(f: &CudaFunction, shared_bytes: u32) -> Result<()> {
+    if shared_bytes == 0 {
+        return Ok(());
+    }
+    let fixed = f
+        .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+        .map_err(driver("reading a kernel's shared memory"))?;
+    if shared_bytes + fixed as u32 > 48 * 1024 {
+        f.set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared_bytes as i32,
+        )
+        .map_err(driver("allowing a kernel more shared memory"))?;
+    }
+    Ok(())
 }
 
 impl Gpu {
@@ -343,20 +373,7 @@ impl Gpu {
         args: &A,
     ) -> Result<()> {
         let (f, _) = module.function(A::KERNEL);
-        // Past 48 KiB of static and dynamic shared memory together, a kernel must be allowed more.
-        let fixed = match shared_bytes {
-            0 => 0,
-            _ => f
-                .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-                .map_err(driver("reading a kernel's shared memory"))?,
-        };
-        if shared_bytes + fixed as u32 > 48 * 1024 {
-            f.set_attribute(
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shared_bytes as i32,
-            )
-            .map_err(driver("allowing a kernel more shared memory"))?;
-        }
+        allow_shared(f, shared_bytes)?;
         let mut builder = self.stream.launch_builder(f);
         args.push(&mut builder);
         let cfg = cudarc::driver::LaunchConfig {

@@ -292,6 +292,23 @@ crate::kernel_args! {
     }
 }
 
+/// The dynamic shared memory of `mgpu_radix_tile` and `mgpu_radix_segments` (`TILE_ITEM_BYTES`):
+/// a tile of keys, then of values, through one buffer.
+fn tile_item_bytes(spec: &RadixSpec) -> u32 {
+    (spec.tuning.nv() * spec.keys.size.max(spec.values.size)) as u32
+}
+
+/// The dynamic shared memory of `mgpu_radix_pass` (`TileItems`): a tile's keys, rounded up to 16
+/// bytes, then its values.
+fn pass_item_bytes(spec: &RadixSpec) -> u32 {
+    let nv = spec.tuning.nv();
+    let values = match spec.mode {
+        SortValues::None => 0,
+        _ => nv * spec.values.size,
+    };
+    ((nv * spec.keys.size).div_ceil(16) * 16 + values) as u32
+}
+
 /// For keys alone of a built-in integer type of 1 or 2 bytes in a built-in order over the whole
 /// key: the XOR of the key's bits that gives its number, for the counting sort (every key of one
 /// number is then one same key).
@@ -423,7 +440,7 @@ pub(crate) fn sort(
             end_bit: end as i32,
             flip,
         };
-        return gpu.launch(&module, 1, t.nt, &args);
+        return gpu.launch_shared(&module, 1, t.nt, tile_item_bytes(spec), &args);
     }
     if let Some(xor_mask) = counting_mask(spec, order) {
         if counting_fits(gpu, spec.keys.size as u64, count) {
@@ -490,11 +507,12 @@ pub(crate) fn sort(
             } else {
                 src.1 + first * value_size as u64
             };
-            lookback::launch(
+            lookback::launch_shared(
                 gpu,
                 &module,
                 n.div_ceil(nv),
                 t.nt,
+                pass_item_bytes(spec),
                 Published::Words(RADIX_BINS),
                 |tickets, first_ticket, status| PassArgs {
                     keys_in: src.0 + first * key_size as u64,
@@ -549,7 +567,5 @@ pub(crate) fn sort_segments(
         flip: if order.descending { u64::MAX } else { 0 },
     };
     let grid = num_ranges.min(i32::MAX as u64) as u32;
-    // As mgpu_radix_segments' TILE_ITEM_BYTES.
-    let items = spec.tuning.nv() * spec.keys.size.max(spec.values.size);
-    gpu.launch_shared(&module, grid, spec.tuning.nt, items as u32, &args)
+    gpu.launch_shared(&module, grid, spec.tuning.nt, tile_item_bytes(spec), &args)
 }

@@ -35,9 +35,9 @@ __device__ __forceinline__ unsigned lanes_agreeing(unsigned label, unsigned bit)
   return lanes;
 }
 
-__device__ __forceinline__ unsigned lanemask_le() {
+__device__ __forceinline__ unsigned lanemask_lt() {
   unsigned m;
-  asm("mov.u32 %0, %%lanemask_le;" : "=r"(m));
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
   return m;
 }
 
@@ -96,12 +96,12 @@ struct RankStorage {
 // as soon as it is known, before the ranking: the pass publishes it for later tiles' look-backs.
 // In three steps, as in Onesweep: every warp counts its keys' digits (shared-memory atomics, one
 // per key); thread b turns warp w's count of digit b into the place of warp w's first key of
-// digit b; every warp ranks its keys in turn (key i of every lane, then key i + 1), the lanes with
-// one digit finding each other by one ballot per digit bit, the highest of them adding their
-// number to the digit's place and handing the place before to the others. Every lane takes part in
-// every shuffle: a shuffle under a partial mask made the compiler check convergence with
-// match.any, the instruction the ballots replace. (The leader's read and write are predicated; an
-// atomic add instead came out as a branch around it, four more instructions per key.)
+// digit b; every warp ranks its keys in turn (key i of every lane, then key i + 1): every lane
+// reads its digit's place, the lanes of one digit find each other by one ballot per digit bit,
+// each adds the number of them below it, and the highest moves the place past them all. (A match
+// table in shared memory instead of the ballots, each lane ORing its bit into its digit's word,
+// took fewer instructions but was 8% slower on the H100: a chain of shared-memory round trips per
+// key. A shuffle of the place from the highest lane put one more round trip on that chain.)
 template <typename Publish>
 __device__ __forceinline__ unsigned rank_tile(unsigned (&item)[MGPU_VT], int pads,
                                               RankStorage& s, Publish&& publish) {
@@ -135,24 +135,23 @@ __device__ __forceinline__ unsigned rank_tile(unsigned (&item)[MGPU_VT], int pad
     for (int w = 0; w < MGPU_WARPS; ++w) s.offsets[w][tid] += start;
   }
   __syncthreads();
-  unsigned upto_me = lanemask_le();
+  unsigned below_me = lanemask_lt();
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     unsigned d = item[i];
+    // The place of the warp's next key of digit d, read by every lane of that digit (no shuffle
+    // from one of them) before the lanes that share it are known.
+    unsigned at = offsets[d];
     // The lanes whose digit is d, from one ballot per digit bit: match.any itself measured
     // compute-bound (a pass of 2^24 keys took 336 us, 6x a memcpy of its bytes).
     unsigned peers = lanes_agreeing(d, 0);
 #pragma unroll
     for (int bit = 1; bit < RADIX_BITS; ++bit) peers &= lanes_agreeing(d, bit);
-    int leader = 31 - __clz(peers);
-    unsigned upto = __popc(peers & upto_me);  // the leader's: all of them
-    unsigned before = 0;
-    if (lane == leader) {
-      before = offsets[d];
-      offsets[d] = before + upto;
-    }
-    item[i] = __shfl_sync(MGPU_FULL_MASK, before, leader) + upto - 1;
-    // The next key's leader may be another lane: this write is ordered before its read.
+    item[i] = at + __popc(peers & below_me);
+    // The highest of them moves the place past them all. Every lane of the digit has read it:
+    // one load instruction for the warp, before this store in program order.
+    if (peers >> lane == 1) offsets[d] = item[i] + 1;
+    // The next key's read is ordered after this write.
     __syncwarp();
   }
   return count;
@@ -164,11 +163,15 @@ __device__ __forceinline__ int striped(int i) {
   return (threadIdx.x / MGPU_WARP) * MGPU_WARP * MGPU_VT + i * MGPU_WARP + (threadIdx.x & 31);
 }
 
-// Keys and values, through shared memory side by side: a pass scatters both in one loop, with
-// no digit per item kept in registers for the values.
+// Keys and values, through shared memory side by side (the pass's dynamic shared memory, as the
+// host sizes it: the keys' bytes rounded up to 16, then the values'): a pass scatters both in one
+// loop, with no digit per item kept in registers for the values.
+#define TILE_KEY_BYTES ((MGPU_NV * sizeof(K) + 15) / 16 * 16)
 struct TileItems {
-  K keys[MGPU_NV];
-  V values[MGPU_VALUES ? MGPU_NV : 1];
+  K* keys;
+  V* values;
+  __device__ __forceinline__ explicit TileItems(char* shared)
+      : keys(reinterpret_cast<K*>(shared)), values(reinterpret_cast<V*>(shared + TILE_KEY_BYTES)) {}
 };
 
 // The ranked items (keys or values) to their places in the tile sorted by digit, in shared memory;
@@ -204,7 +207,11 @@ __device__ __forceinline__ void load_values(const V* values_in, u64 base, u64 in
       memcpy(&v[i], &index, sizeof(unsigned) < sizeof(V) ? sizeof(unsigned) : sizeof(V));
     }
   } else {
-    load_striped(values_in + base, n, v);
+    // Predicated loads, whether the tile is full or not: the two paths of load_striped joined
+    // through local memory here (spills at 384x16 for pairs of 4-byte keys and values).
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i)
+      if (striped(i) < n) v[i] = values_in[base + striped(i)];
   }
 }
 
@@ -361,14 +368,14 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 typedef TileStatusOf<unsigned, RADIX_BINS * 8> BinStatus;
 
 // Whole 16-byte units, as the radix module's dynamic shared memory (mgpu_radix_count) aligns a
-// kernel's static shared memory: a part compiles as the whole family does.
+// kernel's static shared memory: a part compiles as the whole family does. The tile's items are
+// in dynamic shared memory (TileItems): pairs' tiles as large as CUB's pass 48 KiB.
 struct __align__(16) PassStorage {
-  TileItems items;
   RankStorage rank;
   // Per digit, where the tile's sorted position 0 would go (so that position j of digit d goes to
-  // key_out[d] + j): one 64-bit shared read and one wide multiply-add per item.
+  // key_out[d] + j): one 64-bit shared read and one wide multiply-add per item. A value goes to
+  // the same place of the values: one pointer per item in registers, not two.
   K* key_out[RADIX_BINS];
-  V* value_out[MGPU_VALUES ? RADIX_BINS : 1];
   i64 tile_id;
 };
 
@@ -384,6 +391,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
                     u64 index_base, const u64* bases, u64* next_bases, int shift, int bits,
                     u64 flip, u64* tickets, u64 first_ticket, BinStatus status) {
   __shared__ PassStorage s;
+  extern __shared__ __align__(16) char items_shared[];
+  TileItems items(items_shared);
   int tid = threadIdx.x;
   unsigned mask = (1u << bits) - 1;
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
@@ -399,11 +408,14 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     unsigned count = rank_tile(item, MGPU_NV - n, s.rank, [&](unsigned c) {
       thread_publish(status.word_of(tid), tile, c);
     });
-    // Values are read once the keys are ranked: fewer registers live across the ranking.
-    V value[MGPU_VT];
-    if (MGPU_VALUES) load_values(values_in, base, index_base, n, value);
-    place_ranked(s.items.keys, key, item);
-    if (MGPU_VALUES) place_ranked(s.items.values, value, item);
+    // Values are read once the keys are ranked and placed: the keys, the places and the values
+    // are never all in registers at once.
+    place_ranked(items.keys, key, item);
+    if (MGPU_VALUES) {
+      V value[MGPU_VT];
+      load_values(values_in, base, index_base, n, value);
+      place_ranked(items.values, value, item);
+    }
     // The look-back waits last: by now the tiles before have most likely published their P.
     if (tid < RADIX_BINS) {
       unsigned before = thread_lookback(status.word_of(tid), tile, count, Plus32(), 0u);
@@ -411,7 +423,6 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       // At least the tile's keys of digits below d come before digit d: not below the output.
       u64 out = base + before - s.rank.bin_start[tid];
       s.key_out[tid] = keys_out + out;
-      if (MGPU_VALUES) s.value_out[tid] = values_out + out;
       // The portion's last tile knows its count of every digit: the next portion starts there.
       if (next_bases && (u64)tile == num_tiles - 1)
         next_bases[tid] = base + before + count;
@@ -421,10 +432,10 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) {
       unsigned j = i * MGPU_NT + tid;
-      K k = s.items.keys[j];
-      unsigned d = digit_of(k, shift, mask, flip);
-      store_global_if(j < (unsigned)n, s.key_out[d] + j, k);
-      if (MGPU_VALUES) store_global_if(j < (unsigned)n, s.value_out[d] + j, s.items.values[j]);
+      K k = items.keys[j];
+      K* to = s.key_out[digit_of(k, shift, mask, flip)] + j;
+      store_global_if(j < (unsigned)n, to, k);
+      if (MGPU_VALUES) store_global_if(j < (unsigned)n, values_out + (to - keys_out), items.values[j]);
     }
   });
 }
@@ -486,12 +497,12 @@ __device__ __forceinline__ void sort_tile(char* items, RankStorage& rank, const 
 #endif
 
 #ifdef MGPU_WANT_mgpu_radix_tile
-// Sorts an input of `count` <= NV keys (and values) with one CTA.
+// Sorts an input of `count` <= NV keys (and values) with one CTA. The items take TILE_ITEM_BYTES
+// of dynamic shared memory, as the pass's.
 extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
     mgpu_radix_tile(const K* keys_in, const V* values_in, K* keys_out, V* values_out, int count,
                     int passes, int begin_bit, int end_bit, u64 flip) {
-  // Whole 16-byte units, as PassStorage.
-  __shared__ __align__(16) char items[TILE_ITEM_BYTES];
+  extern __shared__ __align__(16) char items[];
   __shared__ RankStorage rank;
   sort_tile(items, rank, keys_in, values_in, keys_out, values_out, count, passes, begin_bit,
             end_bit, flip);

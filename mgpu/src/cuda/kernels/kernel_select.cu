@@ -24,11 +24,6 @@ struct __align__(16) SelectShared {
   unsigned in_digit;
 };
 
-__device__ __forceinline__ unsigned lanemask_lt() {
-  unsigned m;
-  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
-  return m;
-}
 
 __device__ __forceinline__ u64 segment_offset(const void* offsets, int wide, u64 i) {
   return wide ? ((const u64*)offsets)[i] : (u64)((const unsigned*)offsets)[i];
