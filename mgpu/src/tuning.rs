@@ -313,7 +313,9 @@ const TABLE: &[Entry] = &[
     e(Family::RadixPairs, 90, 2, 384, 8, 3),
     e(Family::RadixPairs, 90, 4, 384, 8, 3),
     e(Family::RadixPairs, 90, 8, 512, 20, 1),
-    e(Family::RadixPairs, 90, 16, 384, 5, 3),
+    // Pairs of 8-byte keys and u32 values (u64, i64; ms at 2^24 | 2^28): 512x10x1 1.855 | 28.83
+    // (256x14x2 1.879 | 30.21, 384x12x1 1.897 | 29.67, 384x5x3 2.319 | 38.23).
+    e(Family::RadixPairs, 90, 16, 512, 10, 1),
     // Segments: the tile bounds the segments a CTA sorts alone (5376 keys at 384x14, 5120 pairs
     // at 320x16), at 2 CTAs per SM. Spills with NVRTC 13.0 (13.5 spills less): u64 keys from
     // 384x12x2 and at 320x16x2 and 288x18x2, 1-byte pairs at 384x13x2, u32 pairs at 288x18x2.
