@@ -171,7 +171,8 @@ struct TileItems {
   K* keys;
   V* values;
   __device__ __forceinline__ explicit TileItems(char* shared)
-      : keys(reinterpret_cast<K*>(shared)), values(reinterpret_cast<V*>(shared + TILE_KEY_BYTES)) {}
+      : keys(reinterpret_cast<K*>(shared)),
+        values(reinterpret_cast<V*>(shared + TILE_KEY_BYTES)) {}
 };
 
 // The ranked items (keys or values) to their places in the tile sorted by digit, in shared memory;
@@ -435,7 +436,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       K k = items.keys[j];
       K* to = s.key_out[digit_of(k, shift, mask, flip)] + j;
       store_global_if(j < (unsigned)n, to, k);
-      if (MGPU_VALUES) store_global_if(j < (unsigned)n, values_out + (to - keys_out), items.values[j]);
+      if (MGPU_VALUES)
+        store_global_if(j < (unsigned)n, values_out + (to - keys_out), items.values[j]);
     }
   });
 }

@@ -24,7 +24,7 @@ struct __align__(16) SelectShared {
   unsigned in_digit;
 };
 
-
+// lanemask_lt: kernel_radix.cu, before this file in the radix family's source.
 __device__ __forceinline__ u64 segment_offset(const void* offsets, int wide, u64 i) {
   return wide ? ((const u64*)offsets)[i] : (u64)((const unsigned*)offsets)[i];
 }
