@@ -63,9 +63,9 @@ fn reduce_non_commutative_user_types() {
     check(&tagged_op(), Tagged::random);
 }
 
-/// A tiny tuning forces several levels of partials.
+/// A tiny tuning makes thousands of CTAs, whose partials the last one reduces in order.
 #[test]
-fn reduce_multi_level_with_tuning_override() {
+fn reduce_many_partials_with_tuning_override() {
     let mut r = rng();
     for ctx in backends() {
         for tuning in [

@@ -128,6 +128,23 @@ fn with_lookback(
     Ok(())
 }
 
+/// Runs a kernel of `grid` CTAs that each leave `record` bytes in the stream's value records and
+/// draw one ticket from its counter, so that the last CTA to draw knows every record is written
+/// (a one-launch reduce): `launch` queues it, given the counter, the first ticket and the
+/// records. No status slots: the launch's epoch is unused.
+pub(crate) fn with_tickets(
+    gpu: &Gpu,
+    grid: u64,
+    record: usize,
+    launch: impl FnOnce(CUdeviceptr, u64, CUdeviceptr) -> Result<()>,
+) -> Result<()> {
+    let mut scratch = gpu.lookback.lock().unwrap_or_else(|e| e.into_inner());
+    scratch.prepare(gpu, 0, grid as usize * record)?;
+    launch(scratch.ptr, scratch.tickets, scratch.values())?;
+    scratch.tickets += grid;
+    Ok(())
+}
+
 /// What each tile of a look-back kernel publishes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Published {

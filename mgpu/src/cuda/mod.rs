@@ -104,6 +104,8 @@ pub(crate) struct Gpu {
     /// Compute capability as major * 10 + minor (90 for an H100).
     pub arch: u32,
     pub sm_count: u32,
+    /// L2 cache in bytes.
+    pub l2_bytes: u64,
     pub name: String,
     modules: Arc<Mutex<ModuleCache>>,
     /// The look-back's status slots and ticket counter, kept between launches on this stream.
@@ -226,6 +228,10 @@ impl Gpu {
         let sm_count = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(driver("multiprocessor count"))? as u32;
+        let l2_bytes = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+            .map_err(driver("L2 cache size"))?
+            .max(0) as u64;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
         // Keep freed stream-ordered memory in the pool: temporaries then cost no driver round trip.
         // SAFETY: the device handle is the live context's; the attribute takes a u64 by pointer.
@@ -245,6 +251,7 @@ impl Gpu {
             stream,
             arch: (major * 10 + minor) as u32,
             sm_count,
+            l2_bytes,
             name,
             modules: Arc::new(Mutex::new(ModuleCache::default())),
             lookback: Mutex::new(lookback::LookbackScratch::default()),
@@ -261,6 +268,7 @@ impl Gpu {
             stream,
             arch: self.arch,
             sm_count: self.sm_count,
+            l2_bytes: self.l2_bytes,
             name: self.name.clone(),
             modules: self.modules.clone(),
             lookback: Mutex::new(lookback::LookbackScratch::default()),

@@ -4,8 +4,7 @@
 
 use super::family::{Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Load, Prelude};
-use super::memory::DeviceMem;
-use super::{ByValue, Gpu};
+use super::{lookback, ByValue, Gpu};
 use crate::error::Result;
 use crate::tuning::{Family, Tuning};
 use crate::{Arithmetic, Element, Op};
@@ -124,9 +123,11 @@ pub fn upsweep_tuning(scan: Tuning, reduce: &Tuning) -> Tuning {
 }
 
 crate::kernel_args! {
-    // SAFETY: mgpu_reduce(Input in, u64 count, u64 tiles_per_cta, T* out, T identity).
+    // SAFETY: mgpu_reduce(Input in, u64 count, u64 tiles_per_cta, T* out, T identity,
+    // T* partials, u64* tickets, u64 first_ticket, int streaming).
     ReduceArgs<T> = "mgpu_reduce" {
         input: u64, count: u64, tiles_per_cta: u64, out: CUdeviceptr, identity: ByValue<T>,
+        partials: CUdeviceptr, tickets: CUdeviceptr, first_ticket: u64, streaming: i32,
     }
 }
 
@@ -140,8 +141,15 @@ pub(crate) fn split(num_tiles: u64, max_ctas: u64) -> (u32, u64) {
     )
 }
 
+/// Whether the kernel reads `count` elements of `T` with evict-first loads: only inputs larger
+/// than L2, which would not stay there anyway.
+fn streaming<T>(gpu: &Gpu, count: u64) -> i32 {
+    (count.saturating_mul(std::mem::size_of::<T>() as u64) > gpu.l2_bytes) as i32
+}
+
 /// Reduces the `count` elements of the input `input` (loaded as `load` says) into the element at
-/// `out` (device memory).
+/// `out` (device memory), in one launch: a grid of at most one CTA per resident slot, whose last
+/// CTA reduces the others' partials (kept in the stream's look-back records).
 pub(crate) fn reduce<T: Element>(
     gpu: &Arc<Gpu>,
     input: u64,
@@ -151,48 +159,28 @@ pub(crate) fn reduce<T: Element>(
     out: CUdeviceptr,
     tuning: &Tuning,
 ) -> Result<()> {
-    let part = &Reduce::PARTS[0];
-    let mut module = gpu.module::<Reduce>(&OpSpec::new(Some(op), load, tuning), part)?;
-    // The first pass reads the input; later ones read partials, plain `T`s.
-    let plain = if load.is_plain() {
-        None
-    } else {
-        Some(gpu.module::<Reduce>(&OpSpec::new(Some(op), &Load::plain::<T>(), tuning), part)?)
-    };
+    let module = gpu.module::<Reduce>(&OpSpec::new(Some(op), load, tuning), &Reduce::PARTS[0])?;
     let resident = module.resident::<ReduceArgs<T>>();
-    let nt = tuning.nt;
-    let nv = tuning.nv() as u64;
-    let (mut src, mut n) = (input, count);
-    // Each level's partials live until the launch that reads them is queued (frees are stream-ordered).
-    let mut levels: Vec<DeviceMem> = Vec::new();
-    loop {
-        let (grid, tiles_per_cta) = split(n.div_ceil(nv), (gpu.sm_count * resident) as u64);
-        let next = if grid == 1 {
-            None
-        } else {
-            Some(DeviceMem::alloc(
-                gpu,
-                grid as usize * std::mem::size_of::<T>(),
-            )?)
-        };
-        let args = ReduceArgs {
-            input: src,
-            count: n,
-            tiles_per_cta,
-            out: next.as_ref().map_or(out, |m| m.ptr),
-            identity: ByValue(op.identity()),
-        };
-        gpu.launch(&module, grid, nt, &args)?;
-        let Some(next) = next else {
-            return Ok(());
-        };
-        src = next.ptr;
-        n = grid as u64;
-        levels.push(next);
-        if let Some(m) = &plain {
-            module = m.clone();
-        }
+    let num_tiles = count.div_ceil(tuning.nv() as u64);
+    let (grid, tiles_per_cta) = split(num_tiles, (gpu.sm_count * resident) as u64);
+    let args = |partials, tickets, first_ticket| ReduceArgs {
+        input,
+        count,
+        tiles_per_cta,
+        out,
+        identity: ByValue(op.identity()),
+        partials,
+        tickets,
+        first_ticket,
+        streaming: streaming::<T>(gpu, count),
+    };
+    if grid == 1 {
+        return gpu.launch(&module, 1, tuning.nt, &args(0, 0, 0));
     }
+    let record = std::mem::size_of::<T>();
+    lookback::with_tickets(gpu, grid as u64, record, |tickets, first, partials| {
+        gpu.launch(&module, grid, tuning.nt, &args(partials, tickets, first))
+    })
 }
 
 /// Upsweep for reduce-then-scan: one partial per CTA over ranges of `tiles_per_cta` tiles of the
@@ -216,6 +204,10 @@ pub(crate) fn upsweep<T: Element>(
         tiles_per_cta,
         out: partials,
         identity: ByValue(op.identity()),
+        partials: 0,
+        tickets: 0,
+        first_ticket: 0,
+        streaming: streaming::<T>(gpu, count),
     };
     gpu.launch(&module, grid, tuning.nt, &args)
 }
