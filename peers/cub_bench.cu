@@ -20,11 +20,14 @@
 //   select-if select-flagged partition-if select-if-inplace: pct, the percentage
 //     of items selected (0..100, default 50). x is selected iff
 //     bits(x) % 100 < pct, bits(x) being the integer's value as its unsigned
-//     type or a float's raw bits.
-//   unique rle nontrivial-runs reduce-by-key: L, the mean run length (>= 1,
-//     default 500). A run starts at i > 0 iff rand_bits(3, i) % L == 0; the key
-//     at i is the number of run starts in 1..=i, converted to the key type.
-//     reduce-by-key sums the values v_i = rand_bits(2, i) & 0xff.
+//     type or a float's raw bits. Or the word even: x is selected iff
+//     (bits(x) & 1) == 0, a one-instruction predicate (about half the items;
+//     integer types only, exit 3 for floats).
+//   unique unique-by-key rle nontrivial-runs reduce-by-key: L, the mean run
+//     length (>= 1, default 500). A run starts at i > 0 iff rand_bits(3, i) % L
+//     == 0; the key at i is the number of run starts in 1..=i, converted to the
+//     key type. reduce-by-key sums the values v_i = rand_bits(2, i) & 0xff;
+//     unique-by-key keeps the first of them in each run.
 //   segreduce: the segment-length distribution, a word (default fixed-500):
 //     fixed-L uniform-M powerlaw one empty-M; it sums the same values v_i.
 //   spmv: the matrix, a word (default random-32): random-M powerlaw stencil2d
@@ -103,14 +106,16 @@ static void usage_and_exit() {
                "  algo:  reduce transform-reduce scan scan-inclusive memcpy sort-keys sort-pairs "
                "radix-keys radix-pairs radix-pairs-u32 merge\n"
                "         select-if select-flagged partition-if select-if-inplace\n"
-               "         unique rle nontrivial-runs reduce-by-key segreduce spmv\n"
+               "         unique unique-by-key rle nontrivial-runs reduce-by-key segreduce spmv\n"
                "         segsort-keys segsort-pairs segradix-keys segradix-pairs\n"
                "  type:  i32 i64 u32 u64 f32 f64 (radix-*: also u8 u16)\n"
                "  n:     element count (>= 1; >= 2 for merge)\n"
                "  reps:  timed repetitions (default 20)\n"
-               "  param: select-*, partition-if: percent selected, 0..100 (default 50);\n"
-               "         unique, rle, nontrivial-runs, reduce-by-key: mean run length, >= 1 "
-               "(default 500);\n"
+               "  param: select-*, partition-if: percent selected, 0..100 (default 50), or even\n"
+               "         (bits & 1 == 0; integer types);\n"
+               "         unique, unique-by-key, rle, nontrivial-runs, reduce-by-key: mean run "
+               "length,\n"
+               "         >= 1 (default 500);\n"
                "         segreduce, segsort-*, segradix-*: fixed-L uniform-M powerlaw one empty-M\n"
                "         (default fixed-500);\n"
                "         spmv: random-M powerlaw stencil2d stencil3d (default random-32);\n"
@@ -222,6 +227,27 @@ struct SelectPct {
   __host__ __device__ bool operator()(const T& x) const { return select_bits(x) % 100 < pct; }
 };
 
+// The one-instruction predicate of the selection benchmarks (param even):
+// keeps the items whose bits are even, about half of them. A type of its own,
+// so that CUB's predicate is one AND and one compare, with no branch on the
+// param. Integer types only: the raw bits of the generator's floats (a
+// [0, 1) grid) are even for about three quarters of them.
+template <class T>
+struct SelectEven {
+  __host__ __device__ bool operator()(const T& x) const { return (select_bits(x) & 1) == 0; }
+};
+
+// Roughly how many of n items a predicate keeps (the host reference's
+// reservation).
+template <class T>
+static size_t expected_selected(int64_t n, const SelectPct<T>& pred) {
+  return static_cast<size_t>(static_cast<double>(n) * static_cast<double>(pred.pct) / 100.0);
+}
+template <class T>
+static size_t expected_selected(int64_t n, const SelectEven<T>&) {
+  return static_cast<size_t>(n / 2);
+}
+
 // The value reduced per run in reduce-by-key: 8 random bits, so a run's sum
 // neither overflows a 32-bit integer nor loses precision in f32 unless the
 // run is tens of thousands of items long.
@@ -261,8 +287,8 @@ __global__ void iota_kernel(uint32_t* out, int64_t n) {
   }
 }
 
-template <class T>
-__global__ void select_flags_kernel(const T* in, char* flags, int64_t n, SelectPct<T> pred) {
+template <class T, class Pred>
+__global__ void select_flags_kernel(const T* in, char* flags, int64_t n, Pred pred) {
   int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     flags[i] = pred(in[i]) ? 1 : 0;
@@ -794,10 +820,9 @@ static Outcome bench_merge(int64_t n, int reps, cudaStream_t s) {
 
 // Host reference of the selection benchmarks: the items the predicate keeps,
 // in input order, and (when asked) the items it rejects, in input order.
-template <class T>
-static std::vector<T> host_selected(int64_t n, uint64_t pct, std::vector<T>* rejected = nullptr) {
-  const SelectPct<T> pred{pct};
-  const size_t expect = static_cast<size_t>(static_cast<double>(n) * static_cast<double>(pct) / 100.0);
+template <class T, class Pred>
+static std::vector<T> host_selected(int64_t n, const Pred& pred, std::vector<T>* rejected = nullptr) {
+  const size_t expect = expected_selected(n, pred);
   std::vector<T> kept;
   kept.reserve(expect + 16);
   if (rejected) rejected->reserve(static_cast<size_t>(n) - std::min<size_t>(expect, n) + 16);
@@ -830,9 +855,9 @@ static bool check_count(const NumT* d_num, size_t want, const char* what) {
 }
 
 // Full check of a selection: the count, then every selected item in order.
-template <class T, class NumT>
-static bool check_selected(const T* d_out, const NumT* d_num, int64_t n, uint64_t pct) {
-  const std::vector<T> want = host_selected<T>(n, pct);
+template <class T, class NumT, class Pred>
+static bool check_selected(const T* d_out, const NumT* d_num, int64_t n, const Pred& pred) {
+  const std::vector<T> want = host_selected<T>(n, pred);
   if (!check_count(d_num, want.size(), "number selected")) return false;
   const std::vector<T> got = to_host(d_out, want.size());
   const int64_t bad = first_mismatch(got.data(), want.data(), want.size());
@@ -844,12 +869,11 @@ static bool check_selected(const T* d_out, const NumT* d_num, int64_t n, uint64_
   return true;
 }
 
-template <class T, class NumT>
-static Outcome bench_select_if(int64_t n, int reps, uint64_t pct, cudaStream_t s) {
+template <class T, class NumT, class Pred>
+static Outcome bench_select_if(int64_t n, int reps, Pred pred, cudaStream_t s) {
   DevBuf<T> in(n), out(n);
   DevBuf<NumT> num(1);
   fill(in.p, n, kStreamInput, s);
-  const SelectPct<T> pred{pct};
   TempStorage tmp;
   size_t bytes = 0;
   CK(cub::DeviceSelect::If(nullptr, bytes, in.p, out.p, num.p, static_cast<NumT>(n), pred, s));
@@ -859,19 +883,19 @@ static Outcome bench_select_if(int64_t n, int reps, uint64_t pct, cudaStream_t s
     return cub::DeviceSelect::If(tmp.p, tmp.bytes, in.p, out.p, num.p, static_cast<NumT>(n), pred, s);
   });
   CK(cudaStreamSynchronize(s));
-  o.check = check_selected(out.p, num.p, n, pct) ? "ok" : "FAIL";
+  o.check = check_selected(out.p, num.p, n, pred) ? "ok" : "FAIL";
   return o;
 }
 
 // The flags are the same predicate evaluated once before timing, so this
 // differs from select-if by reading a byte per item instead of evaluating.
-template <class T, class NumT>
-static Outcome bench_select_flagged(int64_t n, int reps, uint64_t pct, cudaStream_t s) {
+template <class T, class NumT, class Pred>
+static Outcome bench_select_flagged(int64_t n, int reps, Pred pred, cudaStream_t s) {
   DevBuf<T> in(n), out(n);
   DevBuf<char> flags(n);
   DevBuf<NumT> num(1);
   fill(in.p, n, kStreamInput, s);
-  select_flags_kernel<T><<<grid_for(n), 256, 0, s>>>(in.p, flags.p, n, SelectPct<T>{pct});
+  select_flags_kernel<T, Pred><<<grid_for(n), 256, 0, s>>>(in.p, flags.p, n, pred);
   CK(cudaGetLastError());
   TempStorage tmp;
   size_t bytes = 0;
@@ -883,18 +907,17 @@ static Outcome bench_select_flagged(int64_t n, int reps, uint64_t pct, cudaStrea
                                       static_cast<NumT>(n), s);
   });
   CK(cudaStreamSynchronize(s));
-  o.check = check_selected(out.p, num.p, n, pct) ? "ok" : "FAIL";
+  o.check = check_selected(out.p, num.p, n, pred) ? "ok" : "FAIL";
   return o;
 }
 
 // DevicePartition::If writes all n items to one output: the selected ones
 // first in input order, then the rejected ones in reverse input order.
-template <class T, class NumT>
-static Outcome bench_partition_if(int64_t n, int reps, uint64_t pct, cudaStream_t s) {
+template <class T, class NumT, class Pred>
+static Outcome bench_partition_if(int64_t n, int reps, Pred pred, cudaStream_t s) {
   DevBuf<T> in(n), out(n);
   DevBuf<NumT> num(1);
   fill(in.p, n, kStreamInput, s);
-  const SelectPct<T> pred{pct};
   TempStorage tmp;
   size_t bytes = 0;
   CK(cub::DevicePartition::If(nullptr, bytes, in.p, out.p, num.p, static_cast<NumT>(n), pred, s));
@@ -906,7 +929,7 @@ static Outcome bench_partition_if(int64_t n, int reps, uint64_t pct, cudaStream_
   CK(cudaStreamSynchronize(s));
 
   std::vector<T> rejected;
-  const std::vector<T> kept = host_selected<T>(n, pct, &rejected);
+  const std::vector<T> kept = host_selected<T>(n, pred, &rejected);
   bool ok = check_count(num.p, kept.size(), "number selected");
   if (ok) {
     const std::vector<T> got = to_host(out.p, static_cast<size_t>(n));
@@ -931,13 +954,12 @@ static Outcome bench_partition_if(int64_t n, int reps, uint64_t pct, cudaStream_
 #if CUB_BENCH_HAVE_SELECT_INPLACE
 // In-place selection compacts its input: the input is restored from a
 // pristine copy before every run, outside the timed region.
-template <class T, class NumT>
-static Outcome bench_select_if_inplace(int64_t n, int reps, uint64_t pct, cudaStream_t s) {
+template <class T, class NumT, class Pred>
+static Outcome bench_select_if_inplace(int64_t n, int reps, Pred pred, cudaStream_t s) {
   const size_t bytes_n = static_cast<size_t>(n) * sizeof(T);
   DevBuf<T> pristine(n), data(n);
   DevBuf<NumT> num(1);
   fill(pristine.p, n, kStreamInput, s);
-  const SelectPct<T> pred{pct};
   TempStorage tmp;
   size_t bytes = 0;
   CK(cub::DeviceSelect::If(nullptr, bytes, data.p, num.p, static_cast<NumT>(n), pred, s));
@@ -949,7 +971,7 @@ static Outcome bench_select_if_inplace(int64_t n, int reps, uint64_t pct, cudaSt
       return cub::DeviceSelect::If(tmp.p, tmp.bytes, data.p, num.p, static_cast<NumT>(n), pred, s);
     });
   CK(cudaStreamSynchronize(s));
-  o.check = check_selected(data.p, num.p, n, pct) ? "ok" : "FAIL";
+  o.check = check_selected(data.p, num.p, n, pred) ? "ok" : "FAIL";
   return o;
 }
 #endif
@@ -1000,6 +1022,21 @@ struct NonTrivialRunsTakes<
   T, NumT,
   std::void_t<decltype(static_cast<NonTrivialRunsFn<T, NumT>>(
     &cub::DeviceRunLengthEncode::NonTrivialRuns))>>
+    : std::true_type {};
+
+// DeviceSelect::UniqueByKey took `int num_items` before its count became a
+// template parameter (NumItemsT); read off the same way. In a CCCL whose last
+// parameter is an environment rather than a cudaStream_t the probe binds with
+// neither count, and the count is trusted.
+template <class T, class NumT>
+using UniqueByKeyFn = cudaError_t (*)(void*, size_t&, T*, T*, T*, T*, NumT*, NumT, cudaStream_t);
+
+template <class T, class NumT, class = void>
+struct UniqueByKeyTakes : std::false_type {};
+template <class T, class NumT>
+struct UniqueByKeyTakes<
+  T, NumT,
+  std::void_t<decltype(static_cast<UniqueByKeyFn<T, NumT>>(&cub::DeviceSelect::UniqueByKey))>>
     : std::true_type {};
 
 [[noreturn]] static void unsupported_count(const char* algo) {
@@ -1071,6 +1108,46 @@ static Outcome bench_unique(int64_t n, int reps, uint64_t mean_len, cudaStream_t
   const HostRuns runs = host_runs(keys_h);
   const bool ok = check_count(num.p, runs.start.size(), "number of runs") &&
                   check_run_keys(out.p, keys_h, runs);
+  o.check = ok ? "ok" : "FAIL";
+  return o;
+}
+
+// The first key of each run with its value: the keys of unique, the values
+// of reduce-by-key (rbk_value), both of type T.
+template <class T, class NumT>
+static Outcome bench_unique_by_key(int64_t n, int reps, uint64_t mean_len, cudaStream_t s) {
+  if constexpr (UniqueByKeyTakes<T, int>::value && !UniqueByKeyTakes<T, NumT>::value)
+    unsupported_count("DeviceSelect::UniqueByKey");
+  DevBuf<T> keys(n), values(n), keys_out(n), values_out(n);
+  DevBuf<NumT> num(1);
+  make_run_keys<T, NumT>(keys.p, n, mean_len, s);
+  rbk_values_kernel<T><<<grid_for(n), 256, 0, s>>>(values.p, n);
+  CK(cudaGetLastError());
+  TempStorage tmp;
+  size_t bytes = 0;
+  CK(cub::DeviceSelect::UniqueByKey(nullptr, bytes, keys.p, values.p, keys_out.p, values_out.p, num.p,
+                                    static_cast<NumT>(n), s));
+  tmp.allocate(bytes);
+  Outcome o;
+  o.t = time_runs(s, reps, [] {}, [&] {
+    return cub::DeviceSelect::UniqueByKey(tmp.p, tmp.bytes, keys.p, values.p, keys_out.p, values_out.p,
+                                          num.p, static_cast<NumT>(n), s);
+  });
+  CK(cudaStreamSynchronize(s));
+  const std::vector<T> keys_h = to_host(keys.p, static_cast<size_t>(n));
+  const HostRuns runs = host_runs(keys_h);
+  bool ok = check_count(num.p, runs.start.size(), "number of runs") &&
+            check_run_keys(keys_out.p, keys_h, runs);
+  if (ok) {
+    // Each run's value: the value at its first position, as generated.
+    const std::vector<T> values_h = to_host(values.p, static_cast<size_t>(n));
+    const std::vector<T> got = to_host(values_out.p, runs.start.size());
+    for (size_t r = 0; r < got.size() && ok; ++r)
+      if (bits_of(got[r]) != bits_of(values_h[static_cast<size_t>(runs.start[r])])) {
+        std::fprintf(stderr, "cub_bench: value of run %zu is not its first item's\n", r);
+        ok = false;
+      }
+  }
   o.check = ok ? "ok" : "FAIL";
   return o;
 }
@@ -1767,6 +1844,7 @@ enum class Algo {
   PartitionIf,
   SelectIfInplace,
   Unique,
+  UniqueByKey,
   Rle,
   NontrivialRuns,
   ReduceByKey,
@@ -1788,6 +1866,7 @@ static Param param_of(Algo a) {
     case Algo::PartitionIf:
     case Algo::SelectIfInplace: return Param::Percent;
     case Algo::Unique:
+    case Algo::UniqueByKey:
     case Algo::Rle:
     case Algo::NontrivialRuns:
     case Algo::ReduceByKey: return Param::RunLength;
@@ -1801,8 +1880,23 @@ static Param param_of(Algo a) {
   }
 }
 
+// The selection benchmark `bench` (called with the predicate) with the
+// predicate of the param: SelectPct, or SelectEven (`even`) for integer types.
+template <class T, class Bench>
+static Outcome with_predicate(bool even, uint64_t pct, Bench bench) {
+  if (!even) return bench(SelectPct<T>{pct});
+  if constexpr (std::is_integral_v<T>) {
+    return bench(SelectEven<T>{});
+  } else {
+    std::fprintf(stderr, "cub_bench: param even takes an integer type\n");
+    std::printf("unsupported\n");
+    std::exit(3);
+  }
+}
+
+// `even`: the selection algorithms' param was the word even (param unused).
 template <class T, class NumT>
-static Outcome run_algo(Algo a, int64_t n, int reps, uint64_t param, const std::string& spec,
+static Outcome run_algo(Algo a, int64_t n, int reps, uint64_t param, bool even, const std::string& spec,
                         cudaStream_t s) {
   switch (a) {
     case Algo::Reduce: return bench_reduce<T, NumT>(n, reps, s);
@@ -1821,16 +1915,24 @@ static Outcome run_algo(Algo a, int64_t n, int reps, uint64_t param, const std::
 #else
       break;
 #endif
-    case Algo::SelectIf: return bench_select_if<T, NumT>(n, reps, param, s);
-    case Algo::SelectFlagged: return bench_select_flagged<T, NumT>(n, reps, param, s);
-    case Algo::PartitionIf: return bench_partition_if<T, NumT>(n, reps, param, s);
+    case Algo::SelectIf:
+      return with_predicate<T>(even, param,
+                               [&](auto pred) { return bench_select_if<T, NumT>(n, reps, pred, s); });
+    case Algo::SelectFlagged:
+      return with_predicate<T>(
+        even, param, [&](auto pred) { return bench_select_flagged<T, NumT>(n, reps, pred, s); });
+    case Algo::PartitionIf:
+      return with_predicate<T>(
+        even, param, [&](auto pred) { return bench_partition_if<T, NumT>(n, reps, pred, s); });
     case Algo::SelectIfInplace:
 #if CUB_BENCH_HAVE_SELECT_INPLACE
-      return bench_select_if_inplace<T, NumT>(n, reps, param, s);
+      return with_predicate<T>(
+        even, param, [&](auto pred) { return bench_select_if_inplace<T, NumT>(n, reps, pred, s); });
 #else
       break;
 #endif
     case Algo::Unique: return bench_unique<T, NumT>(n, reps, param, s);
+    case Algo::UniqueByKey: return bench_unique_by_key<T, NumT>(n, reps, param, s);
     case Algo::Rle: return bench_rle<T, NumT>(n, reps, param, s);
     case Algo::NontrivialRuns: return bench_nontrivial_runs<T, NumT>(n, reps, param, s);
     case Algo::ReduceByKey: return bench_reduce_by_key<T, NumT>(n, reps, param, s);
@@ -1846,10 +1948,10 @@ static Outcome run_algo(Algo a, int64_t n, int reps, uint64_t param, const std::
 }
 
 template <class T>
-static Outcome run_typed(Algo a, int64_t n, int reps, uint64_t param, const std::string& spec,
+static Outcome run_typed(Algo a, int64_t n, int reps, uint64_t param, bool even, const std::string& spec,
                          cudaStream_t s) {
-  if (n <= INT_MAX) return run_algo<T, int>(a, n, reps, param, spec, s);
-  return run_algo<T, int64_t>(a, n, reps, param, spec, s);
+  if (n <= INT_MAX) return run_algo<T, int>(a, n, reps, param, even, spec, s);
+  return run_algo<T, int64_t>(a, n, reps, param, even, spec, s);
 }
 
 // u8 and u16 keys: the radix sorts only (exit 3 for the other algorithms).
@@ -1902,6 +2004,7 @@ int main(int argc, char** argv) {
   else if (algo_s == "partition-if") algo = Algo::PartitionIf;
   else if (algo_s == "select-if-inplace") algo = Algo::SelectIfInplace;
   else if (algo_s == "unique") algo = Algo::Unique;
+  else if (algo_s == "unique-by-key") algo = Algo::UniqueByKey;
   else if (algo_s == "rle") algo = Algo::Rle;
   else if (algo_s == "nontrivial-runs") algo = Algo::NontrivialRuns;
   else if (algo_s == "reduce-by-key") algo = Algo::ReduceByKey;
@@ -1927,6 +2030,8 @@ int main(int argc, char** argv) {
   }
   const Param param_kind = param_of(algo);
   uint64_t param = param_kind == Param::Percent ? 50 : param_kind == Param::RunLength ? 500 : 0;
+  // The selection algorithms' other predicate: the word even instead of a percentage.
+  bool even = false;
   // The Spec algorithms take a segment distribution, but spmv a matrix.
   std::string spec = algo == Algo::Spmv ? "random-32" : param_kind == Param::Spec ? "fixed-500" : "";
   if (param_kind == Param::Spec) {
@@ -1937,6 +2042,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cub_bench: bad param '%s' for %s\n", spec.c_str(), algo_s.c_str());
       usage_and_exit();
     }
+  } else if (argc == 6 && param_kind == Param::Percent && std::strcmp(argv[5], "even") == 0) {
+    even = true;
   } else if (argc == 6 && (!parse_u64(argv[5], param) ||
                            (param_kind == Param::Percent && param > 100) ||
                            (param_kind == Param::RunLength && param == 0))) {
@@ -1967,12 +2074,12 @@ int main(int argc, char** argv) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
   Outcome o;
-  if (type_s == "i32") o = run_typed<int32_t>(algo, n, reps, param, spec, s);
-  else if (type_s == "i64") o = run_typed<int64_t>(algo, n, reps, param, spec, s);
-  else if (type_s == "u32") o = run_typed<uint32_t>(algo, n, reps, param, spec, s);
-  else if (type_s == "u64") o = run_typed<uint64_t>(algo, n, reps, param, spec, s);
-  else if (type_s == "f32") o = run_typed<float>(algo, n, reps, param, spec, s);
-  else if (type_s == "f64") o = run_typed<double>(algo, n, reps, param, spec, s);
+  if (type_s == "i32") o = run_typed<int32_t>(algo, n, reps, param, even, spec, s);
+  else if (type_s == "i64") o = run_typed<int64_t>(algo, n, reps, param, even, spec, s);
+  else if (type_s == "u32") o = run_typed<uint32_t>(algo, n, reps, param, even, spec, s);
+  else if (type_s == "u64") o = run_typed<uint64_t>(algo, n, reps, param, even, spec, s);
+  else if (type_s == "f32") o = run_typed<float>(algo, n, reps, param, even, spec, s);
+  else if (type_s == "f64") o = run_typed<double>(algo, n, reps, param, even, spec, s);
   else if (type_s == "u8") o = run_radix_typed<uint8_t>(algo, n, reps, s);
   else if (type_s == "u16") o = run_radix_typed<uint16_t>(algo, n, reps, s);
   else {
@@ -1984,6 +2091,7 @@ int main(int argc, char** argv) {
   // param= only where it means something, so the other lines stay as they were.
   std::string param_field;
   if (param_kind == Param::Spec) param_field = " param=" + spec;
+  else if (even) param_field = " param=even";
   else if (param_kind != Param::None) param_field = " param=" + std::to_string(param);
   std::printf("peer=cub algo=%s type=%s n=%lld%s median_ms=%.6f min_ms=%.6f check=%s%s\n", algo_s.c_str(),
               type_s.c_str(), static_cast<long long>(n), param_field.c_str(), o.t.median_ms, o.t.min_ms,

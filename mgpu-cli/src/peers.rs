@@ -86,7 +86,8 @@ impl Peer {
     }
 
     /// Runs one measurement; `param` is the harness's optional fifth argument: percent selected
-    /// for select-*/partition-if, mean run length for unique/rle/nontrivial-runs/reduce-by-key,
+    /// (or `even`, the predicate `(x & 1) == 0`) for select-*/partition-if, mean run length for
+    /// unique/unique-by-key/rle/nontrivial-runs/reduce-by-key,
     /// the segment distribution of `segreduce` (`fixed-L`, `uniform-M`, `powerlaw`, `one`,
     /// `empty-M`) or the matrix of `spmv` (`random-M`, `powerlaw`, `stencil2d`, `stencil3d`),
     /// whose results carry the geometry's checksum; None: its default. Returns the parsed line.

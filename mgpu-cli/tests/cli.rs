@@ -358,10 +358,10 @@ fn bench_suite_writes_one_markdown_table() {
         .lines()
         .filter(|l| l.starts_with("| ") && !l.starts_with("| primitive"))
         .collect();
-    assert_eq!(rows.len(), 42, "{out}");
+    assert_eq!(rows.len(), 44, "{out}");
     assert!(rows[0].starts_with("| reduce | 2^10 | i32 | "), "{out}");
     assert!(
-        rows[41].starts_with("| spmv/random-32/apply | 2^11 | f32 | "),
+        rows[43].starts_with("| spmv/random-32/apply | 2^11 | f32 | "),
         "{out}"
     );
     assert!(!out.contains("mgpu_ms"), "{out}");

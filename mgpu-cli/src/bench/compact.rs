@@ -1,9 +1,10 @@
 //! `mgpu bench select | partition | unique | rle | reduce-by-key`: the single-pass compaction
 //! family against a device memcpy and CUB (DeviceSelect, DevicePartition, DeviceRunLengthEncode,
 //! DeviceReduce::ReduceByKey), in and out of place, on the same data distributions as the peer
-//! harness (peers/cub_bench.cu): items from splitmix64, selected when `bits % 100 < rate`; runs
-//! that end after each item with probability 1 / mean length. reduce-by-key also times its
-//! preprocessed algorithm as a one-shot call (`/preprocessed`, no peer).
+//! harness (peers/cub_bench.cu): items from splitmix64, selected when `bits % 100 < rate`, or by
+//! the one-instruction test `bits & 1 == 0` (`even`); runs that end after each item with
+//! probability 1 / mean length. reduce-by-key also times its preprocessed algorithm as a one-shot
+//! call (`/preprocessed`, no peer).
 
 use super::harness::{self, print_row, rand_bits, time, time_with_setup, Args, BenchElement};
 use super::harness::{PeerParam, Row};
@@ -13,6 +14,51 @@ use mgpu::{Buffer, Context, Count, Equality, Op, Predicate, ReduceByKeyAlgorithm
 
 /// The selection rates (percent) of select and partition.
 const RATES: [u64; 5] = [0, 10, 50, 90, 100];
+
+/// What the select and partition rows select: `rate`% of the items (`bits % 100 < rate`: a
+/// 64-bit remainder, several instructions), or the even ones (`even`: `bits & 1 == 0`, one
+/// instruction), about half of them as at `50%`, so that those two rows differ mostly in the
+/// predicate's cost.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Selection {
+    Rate(u64),
+    Even,
+}
+
+impl Selection {
+    /// The rates, then `even`.
+    fn all() -> impl Iterator<Item = Selection> {
+        RATES
+            .into_iter()
+            .map(Selection::Rate)
+            .chain([Selection::Even])
+    }
+
+    /// The part of the row names after the slash (`50%`, `even`).
+    fn part(self) -> String {
+        match self {
+            Selection::Rate(rate) => format!("{rate}%"),
+            Selection::Even => "even".into(),
+        }
+    }
+
+    /// Whether an item with these bits is selected.
+    fn keeps(self, bits: u64) -> bool {
+        match self {
+            Selection::Rate(rate) => bits % 100 < rate,
+            Selection::Even => bits & 1 == 0,
+        }
+    }
+
+    /// The peer's parameter: the rate, or the word `even`.
+    fn peer_param(self) -> PeerParam<'static> {
+        match self {
+            Selection::Rate(rate) => PeerParam::Number(rate),
+            Selection::Even => PeerParam::Word("even"),
+        }
+    }
+}
+
 /// The mean run lengths of unique, rle and reduce-by-key.
 const MEANS: [u64; 4] = [1, 2, 10, 500];
 
@@ -36,19 +82,26 @@ impl CompactElement for i64 {
     const CUDA_UNSIGNED: &'static str = "unsigned long long";
 }
 
-/// Items of the selection benches and the predicate that selects `rate`% of them.
-fn selection<T: CompactElement>(n: usize, rate: u64) -> (Vec<T>, Predicate<T>) {
+/// Items of the selection benches and the predicate of `sel`.
+fn selection<T: CompactElement>(n: usize, sel: Selection) -> (Vec<T>, Predicate<T>) {
     let items = (0..n as u64)
         .map(|i| T::value_from_bits(rand_bits(1, i)))
         .collect();
-    let pred = Predicate::new(
-        format!("rate{rate}"),
-        move |x: &T| x.bits() % 100 < rate,
-        format!(
-            "(unsigned long long)({})x % 100ull < {rate}ull",
-            T::CUDA_UNSIGNED
+    let pred = match sel {
+        Selection::Rate(rate) => Predicate::new(
+            format!("rate{rate}"),
+            move |x: &T| x.bits() % 100 < rate,
+            format!(
+                "(unsigned long long)({})x % 100ull < {rate}ull",
+                T::CUDA_UNSIGNED
+            ),
         ),
-    );
+        Selection::Even => Predicate::new(
+            "even",
+            |x: &T| x.bits() & 1 == 0,
+            format!("(({})x & 1u) == 0u", T::CUDA_UNSIGNED),
+        ),
+    };
     (items, pred)
 }
 
@@ -116,13 +169,13 @@ struct Table<'a> {
 impl Table<'_> {
     /// Times those of `v`'s calls whose rows are measured (`restore` puts the input back into
     /// `state` before each in-place run), checks the count each leaves (the one `run` returns, else
-    /// the counter's) and adds the rows. `param` is the rate or mean run length, the peer's
-    /// parameter.
+    /// the counter's) and adds the rows. `param` is the peer's parameter: the rate or `even`, or
+    /// the mean run length.
     #[allow(clippy::too_many_arguments)]
     fn measure<S>(
         &mut self,
         v: Variant,
-        param: u64,
+        param: PeerParam,
         state: &mut S,
         counter: &mut Buffer<u64>,
         mut restore: impl FnMut(&mut S) -> mgpu::Result<()>,
@@ -152,8 +205,7 @@ impl Table<'_> {
             let n = 1u64 << self.log2;
             let cub = match v.peer.filter(|_| !restoring) {
                 Some(algo) => {
-                    let p = PeerParam::Number(param);
-                    harness::peer_ms(self.peer, "CUB", algo, self.ty, n, self.a.reps, p)?
+                    harness::peer_ms(self.peer, "CUB", algo, self.ty, n, self.a.reps, param)?
                 }
                 None => None,
             };
@@ -214,31 +266,30 @@ fn bench<T: CompactElement>(
         calls,
     };
     if primitive == "select" || primitive == "partition" {
-        for rate in RATES {
-            if !a.measures_part(&format!("{rate}%")) {
+        for sel in Selection::all() {
+            let part = sel.part();
+            if !a.measures_part(&part) {
                 continue;
             }
-            let (items, pred) = selection::<T>(n, rate);
-            let kept = items.iter().filter(|x| x.bits() % 100 < rate).count();
+            let (items, pred) = selection::<T>(n, sel);
+            let kept = items.iter().filter(|x| sel.keeps(x.bits())).count();
             let input = ctx.upload(&items).map_err(err)?;
             let moved = (n + kept) * size;
             let mut flags = None;
             let variants = if primitive == "select" {
                 let mut v = vec![variant(
-                    format!("select-if/{rate}%"),
+                    format!("select-if/{part}"),
                     Some("select-if"),
                     moved,
                     kept,
                     ("select_if", Some("select_if_in_place")),
                 )];
-                if rate == 50 {
-                    let f: Vec<u8> = items
-                        .iter()
-                        .map(|x| (x.bits() % 100 < rate) as u8)
-                        .collect();
+                // select-flagged reads flags, not the predicate: one selection is enough.
+                if sel == Selection::Rate(50) {
+                    let f: Vec<u8> = items.iter().map(|x| sel.keeps(x.bits()) as u8).collect();
                     flags = Some(ctx.upload(&f).map_err(err)?);
                     v.push(variant(
-                        format!("select-flagged/{rate}%"),
+                        format!("select-flagged/{part}"),
                         Some("select-flagged"),
                         moved + n,
                         kept,
@@ -252,14 +303,14 @@ fn bench<T: CompactElement>(
                 let moved = 2 * n * size;
                 vec![
                     variant(
-                        format!("partition-if/{rate}%"),
+                        format!("partition-if/{part}"),
                         Some("partition-if"),
                         moved,
                         kept,
                         ("partition_if", Some("partition_in_place")),
                     ),
                     variant(
-                        format!("partition-copy/{rate}%"),
+                        format!("partition-copy/{part}"),
                         None,
                         moved,
                         kept,
@@ -270,7 +321,7 @@ fn bench<T: CompactElement>(
             for v in variants {
                 table.measure(
                     v,
-                    rate,
+                    sel.peer_param(),
                     &mut data,
                     &mut counter,
                     |d| ctx.copy(&input, d),
@@ -308,8 +359,8 @@ fn bench<T: CompactElement>(
         let vals = ctx.upload(&values).map_err(err)?;
         let mut vals_work = ctx.zeros::<T>(n).map_err(err)?;
         let pairs = 2 * n * size + 2 * expect * size;
-        // `unique` also runs `unique_by_key` (values of the keys' type), which the peer harness
-        // has no counterpart for.
+        // `unique` also runs `unique_by_key` (values of the keys' type, reduce-by-key's), against
+        // CUB's DeviceSelect::UniqueByKey on the same keys and values.
         let mut variants = match primitive {
             "unique" => vec![
                 variant(
@@ -321,7 +372,7 @@ fn bench<T: CompactElement>(
                 ),
                 variant(
                     format!("unique-by-key/run{mean}"),
-                    None,
+                    Some("unique-by-key"),
                     2 * (n + expect) * size,
                     expect,
                     ("unique_by_key", Some("unique_by_key_in_place")),
@@ -372,7 +423,7 @@ fn bench<T: CompactElement>(
         for v in variants {
             table.measure(
                 v,
-                mean,
+                PeerParam::Number(mean),
                 &mut (&mut data, &mut vals_work),
                 &mut counter,
                 |(d, w)| ctx.copy(&input, *d).and_then(|_| ctx.copy(&vals, *w)),

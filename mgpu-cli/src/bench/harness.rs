@@ -310,6 +310,8 @@ pub(crate) enum PeerParam<'a> {
     Default,
     /// Its numeric parameter: percent selected, mean run length.
     Number(u64),
+    /// A word as its parameter, with nothing to check in the result (the selections' `even`).
+    Word(&'a str),
     /// A geometry by name (segment distribution, matrix) and mgpu's checksum of it.
     Geometry(&'a str, &'a str),
 }
@@ -331,6 +333,7 @@ pub(crate) fn peer_ms(
     let (arg, at, failed_at) = match param {
         PeerParam::Default => (None, String::new(), String::new()),
         PeerParam::Number(v) => (Some(v.to_string()), format!(" param={v}"), String::new()),
+        PeerParam::Word(w) => (Some(w.to_string()), format!(" param={w}"), String::new()),
         PeerParam::Geometry(spec, _) => (
             Some(spec.to_string()),
             format!(" {spec}"),

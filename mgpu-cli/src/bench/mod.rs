@@ -45,8 +45,10 @@ at full width), named radix-keys/DIST; CUB generates its own uniform keys, so th
 peer.
 
 The compaction family (select, partition, unique, rle, reduce-by-key; i32, i64) runs selection
-rates 0..100% and mean run lengths 1..500, in and out of place, against CUB's DeviceSelect,
-DevicePartition, DeviceRunLengthEncode and DeviceReduce::ReduceByKey.
+rates 0..100% (predicate `bits % 100 < rate`) and the one-instruction predicate `(x & 1) == 0`
+(rows named even), and mean run lengths 1..500, in and out of place, against CUB's DeviceSelect
+(If, Flagged, Unique, UniqueByKey), DevicePartition, DeviceRunLengthEncode and
+DeviceReduce::ReduceByKey.
 
 segreduce (CSR segmented sum; i32 by default, also i64, f32, f64) runs segment lengths fixed 1, 2,
 20, 500, 5000, uniform with mean 500, power-law, one segment and 50% empty, against CUB's
@@ -83,11 +85,11 @@ suite runs the headline rows of every primitive, each at 2^24 and 2^28 (the two 
 --quick: 2^24 alone), against its peer, and prints them as one Markdown table on stdout (the
 benches' tables go to stderr; --markdown FILE also writes it there), headed by the date (UTC), the
 device and the command line: mgpu ms, the peer and its ms, vs peer (peer ms / mgpu ms, > 1: mgpu
-faster) and vs memcpy (as vs_mcpy). Its 42 rows: reduce and scan on i32, f32; radix-keys and
-radix-pairs on i32, u64, f32; sort-keys (merge sort) i32; merge i32; select-if/50% i32;
+faster) and vs memcpy (as vs_mcpy). Its 44 rows: reduce and scan on i32, f32; radix-keys and
+radix-pairs on i32, u64, f32; sort-keys (merge sort) i32; merge i32; select-if/50% and even i32;
 unique/run10 and reduce-by-key/run10 i32; segreduce fixed-20, fixed-500, powerlaw i32 (one-shot);
 spmv random-32 f32 (one-shot, unchecked one-shot and apply). About 2-3 minutes on an H100 with the CUB peer and the
-kernels cached, most of it on the host (generating and checking the 2^28 inputs, 40 peer
+kernels cached, most of it on the host (generating and checking the 2^28 inputs, 42 peer
 processes); a cold kernel cache adds about 20 s of NVRTC, and a machine without the built peer its
 nvcc build (minutes). It does not take --types, --csv, --transform, --offset, --deterministic or
 --dist.

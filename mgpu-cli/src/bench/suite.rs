@@ -5,7 +5,7 @@
 //! to stderr as they are measured, the summary to stdout (and `--markdown FILE`).
 //!
 //! The rows (`ENTRIES`), each at 2^24 and 2^28 (the two ends of `--sizes`; `--quick`: 2^24
-//! alone), 42 in all:
+//! alone), 44 in all:
 //!
 //! | rows | types | peer |
 //! |---|---|---|
@@ -13,14 +13,14 @@
 //! | radix-keys, radix-pairs (u32 values) | i32, u64, f32 | CUB DeviceRadixSort |
 //! | sort-keys (the merge sort) | i32 | CUB DeviceMergeSort |
 //! | merge | i32 | CUB DeviceMerge |
-//! | select-if/50% | i32 | CUB DeviceSelect::If |
+//! | select-if/50%, select-if/even (`bits & 1 == 0`, a one-instruction predicate) | i32 | CUB DeviceSelect::If |
 //! | unique/run10, reduce-by-key/run10 (mean run length 10) | i32 | CUB DeviceSelect::Unique, DeviceReduce::ReduceByKey |
 //! | segreduce/fixed-20, fixed-500, powerlaw (one-shot) | i32 | CUB DeviceSegmentedReduce::Sum |
 //! | spmv/random-32: the one-shot, the unchecked one-shot, the apply after a plan (size: nonzeros) | f32 | cuSPARSE SpMV |
 //!
 //! Time: about 2-3 minutes on an H100 with the CUB peer and the kernels cached. The GPU's own
 //! share is small (23 timed runs of each row, of mgpu and of the peer: about 10 s at 2^28, the
-//! sorts most of it); the rest is the host's. 28 bench runs start 40 peer processes (one per
+//! sorts most of it); the rest is the host's. 28 bench runs start 42 peer processes (one per
 //! row's peer; sort-keys also times CUB's radix sort, segreduce one per geometry), each a CUDA
 //! context, its inputs and a spot check: about 1 s. At 2^28 the host generates the inputs (1-4 s
 //! a run on a 2-core VM, the u64 radix rows the most), spmv builds and twice checks a matrix of
@@ -78,7 +78,7 @@ const ENTRIES: &[Entry] = &[
     },
     Entry {
         primitive: "select",
-        rows: &["select-if/50%"],
+        rows: &["select-if/50%", "select-if/even"],
         types: &["i32"],
         peer: ("cub", "CUB DeviceSelect::If"),
     },
@@ -286,9 +286,10 @@ pub(crate) fn run(
          memcpy of the input's elements (reduce, scan, the sorts, merge, compaction) or of the \
          bytes the row must move (segreduce, spmv), as `mgpu bench`'s vs_mcpy"
             .to_string(),
-        "size: elements (spmv: nonzeros); radix-pairs: u32 values; run10: runs of mean length \
-         10; segreduce and spmv: the one-shot call, /unchecked: the one-shot without the \
-         geometry's validation, /apply: after a plan built outside the timing"
+        "size: elements (spmv: nonzeros); radix-pairs: u32 values; select-if/50%: `bits % 100 < \
+         50`, /even: `bits & 1 == 0` (one instruction); run10: runs of mean length 10; \
+         segreduce and spmv: the one-shot call, /unchecked: the one-shot without the geometry's \
+         validation, /apply: after a plan built outside the timing"
             .to_string(),
     ];
     let summary = markdown(&heading, &lines);
@@ -352,14 +353,14 @@ mod tests {
     }
 
     #[test]
-    fn the_suite_has_its_forty_two_rows_in_order() {
+    fn the_suite_has_its_forty_four_rows_in_order() {
         let a = defaults();
         let runs = plan(&a);
         assert_eq!(runs.len(), 28);
         assert!(runs.iter().all(|(_, r)| r.sizes.start() == r.sizes.end()));
         let measured: Vec<_> = runs.iter().map(|(e, r)| (*e, r, fake(r))).collect();
         let lines: Vec<Line> = pick(&measured).unwrap().into_iter().map(|p| p.0).collect();
-        assert_eq!(lines.len(), 42);
+        assert_eq!(lines.len(), 44);
         let head: Vec<_> = lines[..6]
             .iter()
             .map(|l| format!("{} {} {}", l.row, l.ty, l.log2))
@@ -388,7 +389,21 @@ mod tests {
         // Each row's own peer: the radix sort's for the radix rows.
         assert_eq!(radix[0].peer_ms, Some(4.0));
         assert_eq!(lines[0].peer_ms, Some(2.0));
-        let last = &lines[41];
+        let select: Vec<_> = lines
+            .iter()
+            .filter(|l| l.row.starts_with("select"))
+            .map(|l| format!("{} {}", l.row, l.log2))
+            .collect();
+        assert_eq!(
+            select,
+            [
+                "select-if/50% 24",
+                "select-if/50% 28",
+                "select-if/even 24",
+                "select-if/even 28"
+            ]
+        );
+        let last = &lines[43];
         assert_eq!((last.row.as_str(), last.log2), ("spmv/random-32/apply", 28));
         // spmv's peer is cuSPARSE, which the fake records lack.
         assert_eq!(last.peer_ms, None);
