@@ -420,7 +420,7 @@ fn options(arch: u32) -> Vec<String> {
         "--ptxas-options=-v".into(),
         // ptxas compiles a module's kernels on parallel threads (0: up to one per CPU): a part's
         // ptxas time becomes its largest kernel's, not their sum (issue 32; NVRTC 13.0, 2 cores:
-        // radix_passes f32 ptxas 498 -> 284 ms, segreduce_helpers 381 -> 277 ms). Same SASS and
+        // radix passes f32 ptxas 498 -> 284 ms, segreduce_helpers 381 -> 277 ms). Same SASS and
         // ptxas reports with NVRTC 13.0.88 and 13.5 for every part measured. NVVM's own
         // `--split-compile` is left out: it changed the code (mgpu_merge4_pass f32 spilled).
         "--ptxas-options=--split-compile=0".into(),

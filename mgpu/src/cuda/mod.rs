@@ -304,6 +304,46 @@ impl Gpu {
         result
     }
 
+    /// Part `part` of family `F` for `spec` if it is loaded already (no compile, no disk).
+    pub fn loaded_module<F: KernelFamily>(
+        &self,
+        spec: &F::Spec,
+        part: &Part,
+    ) -> Option<Arc<LoadedModule>> {
+        let index = F::PARTS
+            .iter()
+            .position(|p| p == part)
+            .unwrap_or_else(|| panic!("{} is not a part of {}", part.name, F::NAME));
+        self.modules
+            .lock()
+            .unwrap()
+            .family::<F>()
+            .get(spec)
+            .and_then(|v| v[index].clone())
+    }
+
+    /// Parts `a` and `b` of family `F` for `spec`; where neither is loaded, both are compiled
+    /// (or read from the disk cache) at once, on two threads: NVRTC optimizes a module's kernels
+    /// one after another, so a call that needs two large parts waits for the larger alone.
+    pub fn module_pair<F: KernelFamily>(
+        &self,
+        spec: &F::Spec,
+        (a, b): (&Part, &Part),
+    ) -> Result<(Arc<LoadedModule>, Arc<LoadedModule>)> {
+        if let (Some(x), Some(y)) = (
+            self.loaded_module::<F>(spec, a),
+            self.loaded_module::<F>(spec, b),
+        ) {
+            return Ok((x, y));
+        }
+        let (x, y) = std::thread::scope(|scope| {
+            let y = scope.spawn(|| self.module::<F>(spec, b));
+            let x = self.module::<F>(spec, a);
+            (x, y.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        });
+        Ok((x?, y?))
+    }
+
     /// Part `part` of family `F` for `spec`: from memory, else from the disk cache, else
     /// compiled.
     pub fn module<F: KernelFamily>(
@@ -311,20 +351,13 @@ impl Gpu {
         spec: &F::Spec,
         part: &Part,
     ) -> Result<Arc<LoadedModule>> {
+        if let Some(m) = self.loaded_module::<F>(spec, part) {
+            return Ok(m);
+        }
         let index = F::PARTS
             .iter()
             .position(|p| p == part)
-            .unwrap_or_else(|| panic!("{} is not a part of {}", part.name, F::NAME));
-        if let Some(Some(m)) = self
-            .modules
-            .lock()
-            .unwrap()
-            .family::<F>()
-            .get(spec)
-            .map(|v| &v[index])
-        {
-            return Ok(m.clone());
-        }
+            .expect("checked by loaded_module");
         let tuning = F::tuning(spec);
         let compiled = jit::compile(part.name, &family::source::<F>(spec, Some(part)), self.arch)?;
         let cu_module = self

@@ -109,12 +109,12 @@ impl KernelFamily for Radix {
             kernels: &["mgpu_radix_tile"],
         },
         Part {
-            name: "radix_passes",
-            kernels: &[
-                "mgpu_radix_histogram",
-                "mgpu_radix_offsets",
-                "mgpu_radix_pass",
-            ],
+            name: "radix_histogram",
+            kernels: &["mgpu_radix_histogram", "mgpu_radix_offsets"],
+        },
+        Part {
+            name: "radix_pass",
+            kernels: &["mgpu_radix_pass"],
         },
         Part {
             name: "radix_count",
@@ -447,7 +447,13 @@ pub(crate) fn sort(
             return counting_sort(gpu, spec, keys, count, xor_mask);
         }
     }
-    let module = gpu.module::<Radix>(spec, part::<Radix>("radix_passes"))?;
+    let (counting, module) = gpu.module_pair::<Radix>(
+        spec,
+        (
+            part::<Radix>("radix_histogram"),
+            part::<Radix>("radix_pass"),
+        ),
+    )?;
     let portion = PORTION / nv * nv;
     let portions = count.div_ceil(portion);
     let temp_keys = DeviceMem::alloc(gpu, count as usize * key_size)?;
@@ -483,14 +489,14 @@ pub(crate) fn sort(
         keys_copy: if copy { temp_keys.ptr } else { 0 },
         values_copy: if copy && !indices { temp_v } else { 0 },
     };
-    gpu.launch(&module, (portions * per_portion) as u32, t.nt, &histogram)?;
+    gpu.launch(&counting, (portions * per_portion) as u32, t.nt, &histogram)?;
     let offsets = OffsetsArgs {
         hist: counts.ptr,
         bases: bases.ptr,
         portions: portions as i32,
         passes: passes as i32,
     };
-    gpu.launch(&module, passes, t.nt, &offsets)?;
+    gpu.launch(&counting, passes, t.nt, &offsets)?;
     let (mut src, mut dst) = ((keys, values), (temp_keys.ptr, temp_v));
     if copy {
         std::mem::swap(&mut src, &mut dst);
