@@ -35,6 +35,20 @@ __device__ __forceinline__ unsigned lanes_agreeing(unsigned label, unsigned bit)
   return lanes;
 }
 
+// Shared-memory words by their 32-bit address (__cvta_generic_to_shared). Volatile: the ranking
+// orders them with __syncwarp, which the compiler must not move them across.
+__device__ __forceinline__ void shared_add(unsigned at, unsigned x) {
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(at), "r"(x) : "memory");
+}
+__device__ __forceinline__ unsigned shared_load(unsigned at) {
+  unsigned x;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x) : "r"(at) : "memory");
+  return x;
+}
+__device__ __forceinline__ void shared_store(unsigned at, unsigned x) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(x) : "memory");
+}
+
 __device__ __forceinline__ unsigned lanemask_lt() {
   unsigned m;
   asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
@@ -108,9 +122,16 @@ __device__ __forceinline__ unsigned rank_tile(unsigned (&item)[MGPU_VT], int pad
   int tid = threadIdx.x, warp = tid / MGPU_WARP, lane = tid & (MGPU_WARP - 1);
   unsigned* offsets = s.offsets[warp];
   for (int b = lane; b < RADIX_BINS; b += MGPU_WARP) offsets[b] = 0;
+  // From here `item[i]` is the shared-memory address of the warp's counter of the key's digit,
+  // which also tells the digits of one warp apart (its counters are 256 words from one base): the
+  // ballots read it. Kept as digits, the compiler held the digits, the counters' addresses and the
+  // keys at once (80 registers at 384x19; now 56 at 384x19x3 without spills).
+  unsigned at_base = (unsigned)__cvta_generic_to_shared(offsets);
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) item[i] = at_base + 4 * item[i];
   __syncwarp();
 #pragma unroll
-  for (int i = 0; i < MGPU_VT; ++i) atomicAdd(&offsets[item[i]], 1u);
+  for (int i = 0; i < MGPU_VT; ++i) shared_add(item[i], 1u);
   __syncthreads();
   // Thread b: warp w's count of digit b becomes the count of digit b in the warps before w, and
   // then (once the bins before b are counted) the place of warp w's first key of digit b. In two
@@ -138,19 +159,20 @@ __device__ __forceinline__ unsigned rank_tile(unsigned (&item)[MGPU_VT], int pad
   unsigned below_me = lanemask_lt();
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
-    unsigned d = item[i];
-    // The place of the warp's next key of digit d, read by every lane of that digit (no shuffle
-    // from one of them) before the lanes that share it are known.
-    unsigned at = offsets[d];
-    // The lanes whose digit is d, from one ballot per digit bit: match.any itself measured
+    unsigned a = item[i];
+    // The place of the warp's next key of this digit, read by every lane of that digit (no
+    // shuffle from one of them) before the lanes that share it are known.
+    unsigned at = shared_load(a);
+    // The lanes of the same digit, from one ballot per digit bit: match.any itself measured
     // compute-bound (a pass of 2^24 keys took 336 us, 6x a memcpy of its bytes).
-    unsigned peers = lanes_agreeing(d, 0);
+    unsigned label = a >> 2;  // its byte 0 tells the digits apart: one R2P feeds the ballots
+    unsigned peers = lanes_agreeing(label, 0);
 #pragma unroll
-    for (int bit = 1; bit < RADIX_BITS; ++bit) peers &= lanes_agreeing(d, bit);
+    for (int bit = 1; bit < RADIX_BITS; ++bit) peers &= lanes_agreeing(label, bit);
     item[i] = at + __popc(peers & below_me);
     // The highest of them moves the place past them all. Every lane of the digit has read it:
     // one load instruction for the warp, before this store in program order.
-    if (peers >> lane == 1) offsets[d] = item[i] + 1;
+    if (peers >> lane == 1) shared_store(a, item[i] + 1);
     // The next key's read is ordered after this write.
     __syncwarp();
   }
@@ -293,29 +315,48 @@ __device__ __forceinline__ void count_chunk(const K (&key)[MGPU_VT], int n, int 
   }
 }
 
-// Block (portion p, c of `per_portion`) counts every pass's digits of the chunks of NV keys
-// c, c + per_portion, ... of portion p into hist[p][pass][digit]. With `keys_copy` it also
-// copies the keys (and values) there: a sort of an odd number of passes then starts from the
-// copy and ends in the caller's buffer.
+// Adds a CTA's counters of `passes` passes to hist[p][pass][digit] (hist: the portion's), and
+// zeroes them. Begins and ends with a barrier.
+__device__ __forceinline__ void flush_counts(unsigned* counts, int passes, unsigned* hist) {
+  __syncthreads();
+  for (int i = threadIdx.x; i < passes * RADIX_BINS; i += MGPU_NT) {
+    unsigned c = 0;
+#pragma unroll
+    for (int part = 0; part < RADIX_PARTS; ++part) {
+      c += counts[i * RADIX_PARTS + part];
+      counts[i * RADIX_PARTS + part] = 0;
+    }
+    if (c) atomicAdd(&hist[i], c);
+  }
+  __syncthreads();
+}
+
+// Counts every pass's digits of the chunks of NV keys blockIdx.x, blockIdx.x + gridDim.x, ...
+// into hist[p][pass][digit], p the chunk's portion (`portion`, a multiple of NV). A grid of what is
+// resident takes every chunk of every portion in one wave (a grid per portion left SMs idle
+// where the last portion is small). With `keys_copy` it also copies the keys (and values) there:
+// a sort of an odd number of passes then starts from the copy and ends in the caller's buffer.
 extern "C" __global__ void __launch_bounds__(MGPU_NT)
-    mgpu_radix_histogram(const K* keys, const V* values, u64 count, u64 portion,
-                         unsigned per_portion, int passes, int begin_bit, int end_bit, u64 flip,
-                         unsigned* hist, K* keys_copy, V* values_copy) {
+    mgpu_radix_histogram(const K* keys, const V* values, u64 count, u64 portion, int passes,
+                         int begin_bit, int end_bit, u64 flip, unsigned* hist, K* keys_copy,
+                         V* values_copy) {
   __shared__ __align__(16) unsigned counts[RADIX_KEY_PASSES * RADIX_BINS * RADIX_PARTS];
   int tid = threadIdx.x;
   for (int i = tid; i < passes * RADIX_BINS * RADIX_PARTS / 4; i += MGPU_NT)
     reinterpret_cast<uint4*>(counts)[i] = make_uint4(0, 0, 0, 0);
   __syncthreads();
-  u64 p = blockIdx.x / per_portion;
-  u64 first = p * portion, end = min(first + portion, count);
   DigitPlaces d = digit_places(begin_bit, end_bit);
   // Keys narrower than U (1- and 2-byte keys) mostly have as many passes as bytes: their full
   // chunks count that many passes, not RADIX_KEY_PASSES mostly skipped.
   constexpr int KEY_PASSES = (int)sizeof(K) < RADIX_KEY_PASSES ? (int)sizeof(K) : RADIX_KEY_PASSES;
-  for (u64 chunk = first + (u64)(blockIdx.x % per_portion) * MGPU_NV; chunk < end;
-       chunk += (u64)per_portion * MGPU_NV) {
+  u64 p = (u64)blockIdx.x * MGPU_NV / portion;
+  for (u64 chunk = (u64)blockIdx.x * MGPU_NV; chunk < count; chunk += (u64)gridDim.x * MGPU_NV) {
+    if (chunk / portion != p) {
+      flush_counts(counts, passes, hist + p * passes * RADIX_BINS);
+      p = chunk / portion;
+    }
     // The chunk's keys loaded first (striped like a pass's tile), then copied, then counted.
-    int n = (int)min((u64)MGPU_NV, end - chunk);
+    int n = (int)min((u64)MGPU_NV, count - chunk);
     K key[MGPU_VT];
     load_striped(keys + chunk, n, key);
     if (keys_copy) {
@@ -337,14 +378,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
     else
       count_chunk<RADIX_KEY_PASSES, false>(key, n, passes, (U)flip, d, counts);
   }
-  __syncthreads();
-  unsigned* out = hist + p * passes * RADIX_BINS;
-  for (int i = tid; i < passes * RADIX_BINS; i += MGPU_NT) {
-    unsigned c = 0;
-#pragma unroll
-    for (int part = 0; part < RADIX_PARTS; ++part) c += counts[i * RADIX_PARTS + part];
-    if (c) atomicAdd(&out[i], c);
-  }
+  flush_counts(counts, passes, hist + p * passes * RADIX_BINS);
 }
 #endif
 
