@@ -307,10 +307,9 @@ const TABLE: &[Entry] = &[
     // 256x23x2 2.639 | 10.470; 384x14x2 2.698 | 10.764; 384x10x2 3.019 | 12.449); at OCC 2,
     // 384 threads spill from VT 16. 384x20x2 spills 8 bytes for i32 with NVRTC 13.5: 384x19x2;
     // 1-2 byte keys spill at 384x14x3 since the tiles went dynamic: 384x12x3 (not measured).
-    // With the ranking's counters addressed directly (2026-11-26, 2^28 i32 keys, same run),
-    // 4-byte keys compile at 384x19x3 without spills (56 registers): 5.891 ms against 5.887 at
-    // 384x19x2; the same speed with a third CTA per SM (ncu: the third CTA's issue slots went to
-    // the instructions that rematerialize each key's counter address).
+    // With the ranking's counters addressed directly (2026-11-26), 4-byte keys compile at
+    // 384x19x3 without spills (56 registers). 2^28 i32 keys, same run: 384x19x3 5.741 ms,
+    // 384x19x2 6.076 (the earlier ranking at 384x19x2: 5.887 in another run).
     e(Family::RadixKeys, 90, 2, 384, 12, 3),
     e(Family::RadixKeys, 90, 4, 384, 19, 3),
     e(Family::RadixKeys, 90, 8, 384, 14, 2),
