@@ -315,7 +315,11 @@ const TABLE: &[Entry] = &[
     e(Family::RadixKeys, 90, 8, 384, 14, 2),
     e(Family::RadixPairs, 90, 2, 384, 8, 3),
     e(Family::RadixPairs, 90, 4, 384, 8, 3),
-    e(Family::RadixPairs, 90, 8, 512, 20, 1),
+    // With the ranking's counters addressed directly (ms at 2^24 | 2^28, i32 and f32 keys with
+    // u32 values, one run): 512x24x1 0.652 | 9.233, 0.666 | 9.314 (a tile of 96 KiB);
+    // 512x23x1 0.658 | 9.380; 512x22x1 0.661 | 9.426; 512x20x1 0.674 | 9.780, 0.683 | 9.702.
+    // 384x24x1 9.772 and 640x16x1 9.893, 768x12x1 10.283, 448x20x1 10.589 at 2^28 (i32).
+    e(Family::RadixPairs, 90, 8, 512, 24, 1),
     // Pairs of 8-byte keys and u32 values (u64, i64; ms at 2^24 | 2^28): 512x10x1 1.855 | 28.83
     // (256x14x2 1.879 | 30.21, 384x12x1 1.897 | 29.67, 384x5x3 2.319 | 38.23).
     e(Family::RadixPairs, 90, 16, 512, 10, 1),
