@@ -322,7 +322,10 @@ const TABLE: &[Entry] = &[
     e(Family::RadixPairs, 90, 8, 512, 24, 1),
     // Pairs of 8-byte keys and u32 values (u64, i64; ms at 2^24 | 2^28): 512x10x1 1.855 | 28.83
     // (256x14x2 1.879 | 30.21, 384x12x1 1.897 | 29.67, 384x5x3 2.319 | 38.23).
-    e(Family::RadixPairs, 90, 16, 512, 10, 1),
+    // With the ranking's counters addressed directly (u64 keys, u32 values, ms at 2^20 | 2^24 |
+    // 2^28, one run): 384x16x1 0.188 | 1.745 | 27.23; 512x12x1 0.184 | 1.767 | 27.54; 640x9x1
+    // 0.192 | 1.830 | 28.53; 512x10x1 0.186 | 1.866 | 29.13.
+    e(Family::RadixPairs, 90, 16, 384, 16, 1),
     // Segments: the tile bounds the segments a CTA sorts alone (5376 keys at 384x14, 5120 pairs
     // at 320x16), at 2 CTAs per SM. Spills with NVRTC 13.0 (13.5 spills less): u64 keys from
     // 384x12x2 and at 320x16x2 and 288x18x2, 1-byte pairs at 384x13x2, u32 pairs at 288x18x2.
