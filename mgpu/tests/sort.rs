@@ -6,10 +6,12 @@
 mod common;
 use common::*;
 use mgpu::tuning::Family;
-use mgpu::{Comparator, Context};
+use mgpu::{Comparator, Context, SortAlgorithm};
 use rand::Rng;
 
-/// Sizes around the sort tile of `family`, with tile counts that give odd and even pass counts.
+/// Sizes around the sort tile of `family`, with tile counts that give odd and even pass counts
+/// (on the GPU also a size of five four-way passes, whose splits are searched in windows of runs
+/// of up to 2^20 keys).
 fn sort_sizes(ctx: &Context, family: Family, elem: usize) -> Vec<usize> {
     let nv = tile(ctx, family, elem);
     let mut v = vec![
@@ -27,6 +29,9 @@ fn sort_sizes(ctx: &Context, family: Family, elem: usize) -> Vec<usize> {
         9 * nv,
     ];
     v.extend([(1 << 16) + 3, (1 << 20) + 5]);
+    if ctx.is_gpu() {
+        v.push((1 << 22) + 3);
+    }
     v.sort();
     v.dedup();
     v
@@ -84,15 +89,17 @@ fn check_sort<K: TestElement>(comp: &Comparator<K>, sizes_cap: usize) {
                 let keys = data::<K>(&mut r, n, &p, comp);
                 let (expect, order) = stable_sorted(&keys, comp);
                 let what = format!("{ctx:?} {} {} n={n}", K::CUDA_TYPE, comp.name());
-                // Keys only.
+                // Keys only (the built-in orders of arithmetic keys would take the radix sort,
+                // tested in radix.rs).
                 let mut k = ctx.upload(&keys).unwrap();
-                ctx.sort(&mut k, comp).unwrap();
+                ctx.sort_with(&mut k, comp, SortAlgorithm::Merge).unwrap();
                 same(&k.to_vec().unwrap(), &expect).unwrap_or_else(|e| panic!("{what} keys: {e}"));
                 // Pairs: values are input positions, so any instability shows.
                 let mut k = ctx.upload(&keys).unwrap();
                 let positions: Vec<u32> = (0..n as u32).collect();
                 let mut v = ctx.upload(&positions).unwrap();
-                ctx.sort_pairs(&mut k, &mut v, comp).unwrap();
+                ctx.sort_pairs_with(&mut k, &mut v, comp, SortAlgorithm::Merge)
+                    .unwrap();
                 same(&k.to_vec().unwrap(), &expect)
                     .unwrap_or_else(|e| panic!("{what} pair keys: {e}"));
                 same(&v.to_vec().unwrap(), &order)
@@ -100,7 +107,8 @@ fn check_sort<K: TestElement>(comp: &Comparator<K>, sizes_cap: usize) {
                 // Indices, into a poisoned buffer.
                 let mut k = ctx.upload(&keys).unwrap();
                 let mut idx = ctx.upload(&vec![u32::MAX; n]).unwrap();
-                ctx.sort_indices(&mut k, &mut idx, comp).unwrap();
+                ctx.sort_indices_with(&mut k, &mut idx, comp, SortAlgorithm::Merge)
+                    .unwrap();
                 same(&idx.to_vec().unwrap(), &order)
                     .unwrap_or_else(|e| panic!("{what} indices: {e}"));
             }

@@ -153,10 +153,10 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_merge_partition(const K* a_keys, u64 a_total, const K* b_keys, u64 b_total,
-    // int standalone, u64 width, u64 num_partitions, u64* partitions).
+    // int standalone, u64 width, u64 num_partitions, u64* partitions, int lanes).
     MergePartitionArgs = "mgpu_merge_partition" {
         a_keys: CUdeviceptr, a_total: u64, b_keys: CUdeviceptr, b_total: u64, standalone: i32,
-        width: u64, num_partitions: u64, partitions: CUdeviceptr,
+        width: u64, num_partitions: u64, partitions: CUdeviceptr, lanes: i32,
     }
 }
 
@@ -183,10 +183,10 @@ unsafe impl KernelArgs for Merge4PassArgs {
 
 crate::kernel_args! {
     // SAFETY: mgpu_merge4_partition(const K* keys, u64 count, u64 width, const u64* pairs,
-    // u64 num_partitions, u64* quads).
+    // u64 num_partitions, u64* quads, int lanes).
     Merge4PartitionArgs = "mgpu_merge4_partition" {
         keys: CUdeviceptr, count: u64, width: u64, pairs: CUdeviceptr, num_partitions: u64,
-        quads: CUdeviceptr,
+        quads: CUdeviceptr, lanes: i32,
     }
 }
 
@@ -202,9 +202,29 @@ crate::kernel_args! {
 
 const PARTITION_THREADS: u32 = 128;
 
+/// The lanes that search each of `num_partitions` tile boundaries together (kernel_mergesort.cu's
+/// SearchTeam). Few boundaries are a launch of a few dependent loads' latency each: whole warps
+/// cut a search's latency most. Many keep the memory busy already, and the teams' extra loads
+/// then cost more than they save (H100, `mgpu bench sort` and `merge` with every team size:
+/// merge sort of 2^24 i32 keys 1.018 ms alone, 0.803 with teams of 8, 0.823 of 32; 2^26 2.88 ms
+/// alone, 2.93 with teams of 8). Teams of 2 and 4 were slower than one lane at every size.
+fn search_lanes(num_partitions: u64) -> i32 {
+    match num_partitions {
+        0..=1024 => 32,
+        1025..=4096 => 8,
+        _ => 1,
+    }
+}
+
+/// The grid of a partition kernel whose teams of `lanes` search `num_partitions` boundaries.
+fn partition_grid(num_partitions: u64, lanes: i32) -> u32 {
+    let grid = num_partitions.div_ceil(PARTITION_THREADS as u64 / lanes as u64);
+    u32::try_from(grid).expect("fewer than 2^32 tile boundaries")
+}
+
 /// The merge path splits of `args.num_partitions` boundaries.
 fn partitions(gpu: &Gpu, module: &LoadedModule, args: &MergePartitionArgs) -> Result<()> {
-    let grid = args.num_partitions.div_ceil(PARTITION_THREADS as u64) as u32;
+    let grid = partition_grid(args.num_partitions, args.lanes);
     gpu.launch(module, grid, PARTITION_THREADS, args)
 }
 
@@ -289,12 +309,12 @@ pub(crate) fn sort<K: Element, V: Element>(
             width,
             num_partitions: num_tiles + 1,
             partitions: pairs.ptr,
+            lanes: search_lanes(num_tiles + 1),
         };
         partitions(gpu, &module, &split)?;
         let four_way = pass >= two_way;
         if four_way {
             let quads = quads.as_ref().expect("allocated for two levels or more");
-            let grid = (num_tiles + 1).div_ceil(PARTITION_THREADS as u64) as u32;
             let split4 = Merge4PartitionArgs {
                 keys: current.0,
                 count,
@@ -302,7 +322,9 @@ pub(crate) fn sort<K: Element, V: Element>(
                 pairs: pairs.ptr,
                 num_partitions: num_tiles + 1,
                 quads: quads.ptr,
+                lanes: search_lanes(num_tiles + 1),
             };
+            let grid = partition_grid(num_tiles + 1, split4.lanes);
             gpu.launch(&module, grid, PARTITION_THREADS, &split4)?;
         }
         let merge = MergePassArgs {
@@ -357,6 +379,7 @@ pub(crate) fn merge<K: Element, V: Element>(
         width: 0,
         num_partitions: num_tiles + 1,
         partitions: splits.ptr,
+        lanes: search_lanes(num_tiles + 1),
     };
     partitions(gpu, &module, &split)?;
     let args = MergeArgs {

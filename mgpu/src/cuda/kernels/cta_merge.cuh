@@ -38,6 +38,67 @@ __device__ __forceinline__ Index merge_path(const Key* a, Index a_count, const K
   return merge_path_within(a, b, diag, begin, end, comp);
 }
 
+// A team of `lanes` consecutive lanes of a warp (a power of two, 1..32) searching together: each
+// round its lanes probe up to `lanes` points of a range at once and the range shrinks
+// (lanes + 1)-fold, so a search waits for log(lanes + 1) of the range loads, not log2 (one
+// thread's search of a boundary between runs of 2^20 keys waits for 20), at the cost of more
+// loads. The host sizes the teams: few boundaries, whose searches' latency is the whole launch,
+// take whole warps; many, which keep the memory busy anyway, take a thread each.
+struct SearchTeam {
+  unsigned lanes, rank, mask;  // rank: this lane's place in the team
+
+  __device__ __forceinline__ explicit SearchTeam(unsigned lanes_) : lanes(lanes_) {
+    unsigned lane = threadIdx.x & (MGPU_WARP - 1);
+    rank = lane & (lanes - 1);
+    mask = (lanes == MGPU_WARP ? MGPU_FULL_MASK : (1u << lanes) - 1) << (lane - rank);
+  }
+  // This lane's probe of [lo, lo + span) (span > 0): the middle of its slice of `lanes` equal
+  // slices (a team of one bisects), or, where the range is narrower than the team, every point.
+  __device__ __forceinline__ u64 probe(u64 lo, u64 span, unsigned& probes) const {
+    probes = span < lanes ? (unsigned)span : lanes;
+    if (span < lanes) return lo + rank;
+    return lo + (span * (2 * rank + 1) >> (__ffs(lanes)));  // / (2 * lanes)
+  }
+  // How many of the team's lanes hold `p` (true for a prefix of them: the order is monotone).
+  // A team of one skips the vote and the shuffles: with them (and a division a probe), a team
+  // of one took twice a plain bisection's time (merge of 2^20 keys, H100).
+  __device__ __forceinline__ int count(bool p) const {
+    return lanes == 1 ? p : __popc(__ballot_sync(mask, p) & mask);
+  }
+  // `x` of the team's lane `r`.
+  template <typename X>
+  __device__ __forceinline__ X from(X x, int r) const {
+    return lanes == 1 ? x : __shfl_sync(mask, x, r, lanes);
+  }
+};
+
+// merge_path_within by a team, for runs in global memory. Every lane of the team returns the
+// answer; all of them must call it with the same arguments.
+template <typename Key, typename C>
+__device__ __forceinline__ u64 team_merge_path_within(const SearchTeam& team, const Key* a,
+                                                      const Key* b, u64 diag, u64 begin, u64 end,
+                                                      C comp) {
+  while (begin < end) {
+    unsigned probes;
+    u64 mid = team.probe(begin, end - begin, probes);
+    int taken = team.count(team.rank < probes && !comp(b[diag - 1 - mid], a[mid]));
+    u64 last_taken = team.from(mid, taken > 0 ? taken - 1 : 0);
+    u64 first_not = team.from(mid, (unsigned)taken < probes ? taken : 0);
+    if (taken > 0) begin = last_taken + 1;
+    if ((unsigned)taken < probes) end = first_not;
+  }
+  return begin;
+}
+
+// merge_path by a team (see team_merge_path_within).
+template <typename Key, typename C>
+__device__ __forceinline__ u64 team_merge_path(const SearchTeam& team, const Key* a, u64 a_count,
+                                               const Key* b, u64 b_count, u64 diag, C comp) {
+  u64 begin = diag > b_count ? diag - b_count : 0;
+  u64 end = diag < a_count ? diag : a_count;
+  return team_merge_path_within(team, a, b, diag, begin, end, comp);
+}
+
 // Merges VT outputs of the runs `r` (in shared memory) into registers; `from[i]` is the
 // shared-memory index each output came from. Every step does exactly one shared load, at the index
 // the comparison chose, so a warp never splits over which run advances (two predicated loads per

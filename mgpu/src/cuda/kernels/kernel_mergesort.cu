@@ -173,27 +173,31 @@ __device__ __forceinline__ RunPair run_pair(u64 gid, u64 width, u64 count) {
   return r;
 }
 
-// partitions[i] = where A stands at output i * NV, for i in 0..=num_tiles. A merge pass (standalone
-// == 0): the absolute index of the first A element not yet output, runs of `width` in a_keys.
-// A standalone merge of a_keys and b_keys: the count of A elements before output i * NV.
+// partitions[i] = where A stands at output i * NV, for i in 0..=num_tiles, found by the i-th team
+// of `lanes` lanes (SearchTeam). A merge pass (standalone == 0): the absolute index of the
+// first A element not yet output, runs of `width` in a_keys. A standalone merge of a_keys and
+// b_keys: the count of A elements before output i * NV.
 #ifdef MGPU_WANT_mgpu_merge_partition
 extern "C" __global__ void mgpu_merge_partition(const K* a_keys, u64 a_total, const K* b_keys,
                                                 u64 b_total, int standalone, u64 width,
-                                                u64 num_partitions, u64* partitions) {
+                                                u64 num_partitions, u64* partitions, int lanes) {
   Comp comp;
-  u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= num_partitions) return;
+  SearchTeam team(lanes);
+  u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
+  if (i >= num_partitions) return;  // the whole team
+  u64 split;
   if (standalone) {
     u64 diag = min(i * MGPU_NV, a_total + b_total);
-    partitions[i] = merge_path<u64>(a_keys, a_total, b_keys, b_total, diag, comp);
+    split = team_merge_path(team, a_keys, a_total, b_keys, b_total, diag, comp);
   } else {
     u64 count = a_total;
     u64 gid = min(i * MGPU_NV, count);
     RunPair r = run_pair(gid, width, count);
     u64 diag = gid - r.start;
-    partitions[i] = r.a0 + merge_path<u64>(a_keys + r.a0, r.a1 - r.a0, a_keys + r.a1, r.b1 - r.a1,
-                                           diag, comp);
+    split = r.a0 + team_merge_path(team, a_keys + r.a0, r.a1 - r.a0, a_keys + r.a1, r.b1 - r.a1,
+                                   diag, comp);
   }
+  if (team.rank == 0) partitions[i] = split;
 }
 #endif
 
@@ -435,34 +439,46 @@ __device__ __forceinline__ u64 pair_split(const u64* pairs, u64 start, u64 n1, u
   return diag == n1 + n2 ? n1 : pairs[(start + diag) / MGPU_NV] - start;
 }
 
-// One probe at `mid` of a bisection over [lo, hi), with its splits (s, t): taken, lo moves past it
-// and (s, t) go to (s_taken, t_taken); not taken, hi moves to it and they go to (s_not, t_not).
-__device__ __forceinline__ void bisect(bool taken, u64 mid, u64 s, u64 t, u64& lo, u64& hi,
-                                       u64& s_taken, u64& t_taken, u64& s_not, u64& t_not) {
-  if (taken) {
-    lo = mid + 1;
-    s_taken = s;
-    t_taken = t;
-  } else {
-    hi = mid;
-    s_not = s;
-    t_not = t;
+// A round of probes at `mid` (one a lane, `probes` lanes of the team) moves a search over
+// [lo, hi): `taken` holds for a prefix of the lanes (the order is monotone), lo moves past the
+// last probe taken and hi to the first not taken, and their splits (s, t) go to
+// (s_taken, t_taken) and (s_not, t_not).
+__device__ __forceinline__ void bisect_team(const SearchTeam& team, bool taken, unsigned probes,
+                                            u64 mid, u64 s, u64 t, u64& lo, u64& hi,
+                                            u64& s_taken, u64& t_taken, u64& s_not, u64& t_not) {
+  int n = team.count(taken);
+  int last = n > 0 ? n - 1 : 0, first = (unsigned)n < probes ? n : 0;
+  u64 mid_t = team.from(mid, last), mid_n = team.from(mid, first);
+  u64 s_t = team.from(s, last), s_n = team.from(s, first);
+  u64 t_t = team.from(t, last), t_n = team.from(t, first);
+  if (n > 0) {
+    lo = mid_t + 1;
+    s_taken = s_t;
+    t_taken = t_t;
+  }
+  if ((unsigned)n < probes) {
+    hi = mid_n;
+    s_not = s_n;
+    t_not = t_n;
   }
 }
 
 // Four-way split of every output tile boundary: quads[4 i + r] = where run r stands at output
-// i * NV. `pairs` holds the two-way partitions of the same width (mgpu_merge_partition), which
-// split merge(A, B) and merge(C, D) at every multiple of NV. The boundary's split x between
-// AB = merge(A, B) and CD = merge(C, D) is first found among the multiples of NV, where AB's and
-// CD's keys come straight from `pairs`, then inside that window of NV, where each probe finds
-// its AB and CD keys with merge path searches bounded by what earlier probes learned.
+// i * NV, found by the i-th team of `lanes` lanes (SearchTeam). `pairs` holds the two-way
+// partitions of the same width (mgpu_merge_partition), which split merge(A, B) and merge(C, D)
+// at every multiple of NV. The boundary's split x between AB = merge(A, B) and CD = merge(C, D)
+// is first found among the multiples of NV, where AB's and CD's keys come straight from `pairs`,
+// then inside that window of NV, where each probe finds its AB and CD keys with merge path
+// searches bounded by what earlier probes learned. One thread bisecting alone waits for ~13
+// probes of two searches each (60-75 us a pass under ncu at 2^20, 179 boundaries).
 #ifdef MGPU_WANT_mgpu_merge4_partition
 extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 width,
                                                  const u64* pairs, u64 num_partitions,
-                                                 u64* quads) {
+                                                 u64* quads, int lanes) {
   Comp comp;
-  u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= num_partitions) return;
+  SearchTeam team(lanes);
+  u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
+  if (i >= num_partitions) return;  // the whole team
   u64 gid = min(i * MGPU_NV, count);
   RunGroup g = run_group(gid, width, count);
   const K* a = keys + g.r[0];
@@ -481,12 +497,18 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
   // The splits at the last grid point taken (s_true, t_true) and the first not taken.
   u64 j_lo = j_first, j_hi = j_end, s_true = 0, t_true = 0, s_false = 0, t_false = 0;
   while (j_lo < j_hi) {
-    u64 j = (j_lo + j_hi) / 2, x = j * MGPU_NV;
-    u64 s = pair_split(pairs, g.r[0], na, nb, x);
-    u64 t = pair_split(pairs, g.r[2], nc, nd, k - x);
-    K ab = merged_at(a, na, b, nb, x, s, comp);
-    K cd = merged_last(c, d, k - x, t, comp);
-    bisect(!comp(cd, ab), j, s, t, j_lo, j_hi, s_true, t_true, s_false, t_false);
+    unsigned probes;
+    u64 j = team.probe(j_lo, j_hi - j_lo, probes), x = j * MGPU_NV;
+    u64 s = 0, t = 0;
+    bool taken = false;
+    if (team.rank < probes) {
+      s = pair_split(pairs, g.r[0], na, nb, x);
+      t = pair_split(pairs, g.r[2], nc, nd, k - x);
+      K ab = merged_at(a, na, b, nb, x, s, comp);
+      K cd = merged_last(c, d, k - x, t, comp);
+      taken = !comp(cd, ab);
+    }
+    bisect_team(team, taken, probes, j, s, t, j_lo, j_hi, s_true, t_true, s_false, t_false);
   }
   bool has_true = j_lo > j_first, has_false = j_lo < j_end;
   lo = has_true ? (j_lo - 1) * MGPU_NV + 1 : lo;
@@ -494,8 +516,8 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
   // Fine, in [lo, hi] (at most NV wide). Invariant: for every x in [lo, hi], s(x) (A's share of
   // AB's first x) lies in [s_lo, s_hi] and t(k - x) (C's share of CD's first k - x) in
   // [t_lo, t_hi]. The grid points on either side give the first bounds (s grows with x, t with
-  // k - x); where one is missing, the grid point just beyond the window stands in. Each probe
-  // narrows them.
+  // k - x); where one is missing, the grid point just beyond the window stands in. Each round of
+  // probes narrows them.
   u64 s_lo, s_hi, t_lo, t_hi;
   if (has_true) {
     s_lo = s_true;
@@ -518,19 +540,25 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
     s = merge_path_within(a, b, x, max(s_lo, x > nb ? x - nb : 0), min(s_hi, min(x, na)), comp);
     t = merge_path_within(c, d, y, max(t_lo, y > nd ? y - nd : 0), min(t_hi, min(y, nc)), comp);
   };
-  u64 s, t;
+  u64 s = 0, t = 0;
   while (lo < hi) {
-    u64 x = (lo + hi) / 2, y = k - 1 - x;
-    splits(x, y, s, t);
-    bool taken = !comp(merged_at(c, nc, d, nd, y, t, comp), merged_at(a, na, b, nb, x, s, comp));
-    bisect(taken, x, s, t, lo, hi, s_lo, t_hi, s_hi, t_lo);
+    unsigned probes;
+    u64 x = team.probe(lo, hi - lo, probes), y = k - 1 - x;
+    bool taken = false;
+    if (team.rank < probes) {
+      splits(x, y, s, t);
+      taken = !comp(merged_at(c, nc, d, nd, y, t, comp), merged_at(a, na, b, nb, x, s, comp));
+    }
+    bisect_team(team, taken, probes, x, s, t, lo, hi, s_lo, t_hi, s_hi, t_lo);
   }
-  splits(lo, k - lo, s, t);
-  u64* q = quads + 4 * i;
-  q[0] = g.r[0] + s;
-  q[1] = g.r[1] + (lo - s);
-  q[2] = g.r[2] + t;
-  q[3] = g.r[3] + (k - lo - t);
+  if (team.rank == 0) {
+    splits(lo, k - lo, s, t);
+    u64* q = quads + 4 * i;
+    q[0] = g.r[0] + s;
+    q[1] = g.r[1] + (lo - s);
+    q[2] = g.r[2] + t;
+    q[3] = g.r[3] + (k - lo - t);
+  }
 }
 #endif
 
