@@ -202,12 +202,13 @@ crate::kernel_args! {
 
 const PARTITION_THREADS: u32 = 128;
 
-/// The lanes that search each of `num_partitions` tile boundaries together (kernel_mergesort.cu's
+/// The lanes that search each of `num_partitions` tile boundaries together (cta_merge.cuh's
 /// SearchTeam). Few boundaries are a launch of a few dependent loads' latency each: whole warps
 /// cut a search's latency most. Many keep the memory busy already, and the teams' extra loads
 /// then cost more than they save (H100, `mgpu bench sort` and `merge` with every team size:
 /// merge sort of 2^24 i32 keys 1.018 ms alone, 0.803 with teams of 8, 0.823 of 32; 2^26 2.88 ms
-/// alone, 2.93 with teams of 8). Teams of 2 and 4 were slower than one lane at every size.
+/// alone, 2.93 with teams of 8). Teams of 2 were slower than one lane at every size, teams of 4
+/// slower than teams of 8 wherever teams paid.
 fn search_lanes(num_partitions: u64) -> i32 {
     match num_partitions {
         0..=1024 => 32,
