@@ -70,6 +70,18 @@ struct SearchTeam {
   __device__ __forceinline__ X from(X x, int r) const {
     return lanes == 1 ? x : __shfl_sync(mask, x, r, lanes);
   }
+  // A round of probes at `mid` (`probes` of the lanes) moves a search over [lo, hi): `taken`
+  // holds for a prefix of the lanes, lo moves past the last probe taken and hi to the first not
+  // taken. `last` and `first` are those lanes' ranks, -1 where there is none.
+  __device__ __forceinline__ void narrow(bool taken, unsigned probes, u64 mid, u64& lo, u64& hi,
+                                         int& last, int& first) const {
+    int n = count(taken);
+    last = n > 0 ? n - 1 : -1;
+    first = (unsigned)n < probes ? n : -1;
+    u64 mid_taken = from(mid, last < 0 ? 0 : last), mid_not = from(mid, first < 0 ? 0 : first);
+    if (last >= 0) lo = mid_taken + 1;
+    if (first >= 0) hi = mid_not;
+  }
 };
 
 // merge_path_within by a team, for runs in global memory. Every lane of the team returns the
@@ -81,11 +93,9 @@ __device__ __forceinline__ u64 team_merge_path_within(const SearchTeam& team, co
   while (begin < end) {
     unsigned probes;
     u64 mid = team.probe(begin, end - begin, probes);
-    int taken = team.count(team.rank < probes && !comp(b[diag - 1 - mid], a[mid]));
-    u64 last_taken = team.from(mid, taken > 0 ? taken - 1 : 0);
-    u64 first_not = team.from(mid, (unsigned)taken < probes ? taken : 0);
-    if (taken > 0) begin = last_taken + 1;
-    if ((unsigned)taken < probes) end = first_not;
+    int last, first;
+    team.narrow(team.rank < probes && !comp(b[diag - 1 - mid], a[mid]), probes, mid, begin, end,
+                last, first);
   }
   return begin;
 }

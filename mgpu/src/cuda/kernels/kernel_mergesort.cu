@@ -439,25 +439,20 @@ __device__ __forceinline__ u64 pair_split(const u64* pairs, u64 start, u64 n1, u
   return diag == n1 + n2 ? n1 : pairs[(start + diag) / MGPU_NV] - start;
 }
 
-// A round of probes at `mid` (one a lane, `probes` lanes of the team) moves a search over
-// [lo, hi): `taken` holds for a prefix of the lanes (the order is monotone), lo moves past the
-// last probe taken and hi to the first not taken, and their splits (s, t) go to
-// (s_taken, t_taken) and (s_not, t_not).
+// SearchTeam::narrow, which also moves the probes' splits (s, t): the last taken's to
+// (s_taken, t_taken), the first not taken's to (s_not, t_not).
 __device__ __forceinline__ void bisect_team(const SearchTeam& team, bool taken, unsigned probes,
                                             u64 mid, u64 s, u64 t, u64& lo, u64& hi,
                                             u64& s_taken, u64& t_taken, u64& s_not, u64& t_not) {
-  int n = team.count(taken);
-  int last = n > 0 ? n - 1 : 0, first = (unsigned)n < probes ? n : 0;
-  u64 mid_t = team.from(mid, last), mid_n = team.from(mid, first);
-  u64 s_t = team.from(s, last), s_n = team.from(s, first);
-  u64 t_t = team.from(t, last), t_n = team.from(t, first);
-  if (n > 0) {
-    lo = mid_t + 1;
+  int last, first;
+  team.narrow(taken, probes, mid, lo, hi, last, first);
+  u64 s_t = team.from(s, last < 0 ? 0 : last), s_n = team.from(s, first < 0 ? 0 : first);
+  u64 t_t = team.from(t, last < 0 ? 0 : last), t_n = team.from(t, first < 0 ? 0 : first);
+  if (last >= 0) {
     s_taken = s_t;
     t_taken = t_t;
   }
-  if ((unsigned)n < probes) {
-    hi = mid_n;
+  if (first >= 0) {
     s_not = s_n;
     t_not = t_n;
   }
