@@ -201,6 +201,19 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
         true => Some(DeviceMem::alloc(gpu, segs.offsets.len() * size)?),
         false => None,
     };
+    let items = Items {
+        kind,
+        input,
+        load,
+        matrix,
+        cols: col_ptr,
+        vec,
+        vec_len: x_len as u64,
+        check_cols,
+    };
+    if plan.is_none() {
+        device::load_one_shot_modules(gpu, &geometry, &items, op, mul, &tuning)?;
+    }
     let (bad, temp) = gpu.ordered(&homes, || {
         let bad = if deferred {
             let offsets_only = Bounds {
@@ -225,16 +238,6 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
                 owned = device::partition(gpu, &geometry, &tuning)?;
                 (owned.as_ref(), None, false)
             }
-        };
-        let items = Items {
-            kind,
-            input,
-            load,
-            matrix,
-            cols: col_ptr,
-            vec,
-            vec_len: x_len as u64,
-            check_cols,
         };
         device::reduce(
             gpu,

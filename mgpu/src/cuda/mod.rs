@@ -322,26 +322,37 @@ impl Gpu {
             .and_then(|v| v[index].clone())
     }
 
-    /// Parts `a` and `b` of family `F` for `spec`; where neither is loaded, both are compiled
-    /// (or read from the disk cache) at once, on two threads: NVRTC optimizes a module's kernels
-    /// one after another, so a call that needs two large parts waits for the larger alone.
-    pub fn module_pair<F: KernelFamily>(
+    /// `parts` of family `F` for `spec`, in that order; where some are not loaded, they are
+    /// compiled (or read from the disk cache) at once, a thread each: NVRTC optimizes a module's
+    /// kernels one after another, so a call that needs several large parts waits for the largest
+    /// alone.
+    pub fn modules<F: KernelFamily>(
         &self,
         spec: &F::Spec,
-        (a, b): (&Part, &Part),
-    ) -> Result<(Arc<LoadedModule>, Arc<LoadedModule>)> {
-        if let (Some(x), Some(y)) = (
-            self.loaded_module::<F>(spec, a),
-            self.loaded_module::<F>(spec, b),
-        ) {
-            return Ok((x, y));
+        parts: &[&Part],
+    ) -> Result<Vec<Arc<LoadedModule>>> {
+        let loaded: Option<Vec<_>> = parts
+            .iter()
+            .map(|p| self.loaded_module::<F>(spec, p))
+            .collect();
+        if let Some(loaded) = loaded {
+            return Ok(loaded);
         }
-        let (x, y) = std::thread::scope(|scope| {
-            let y = scope.spawn(|| self.module::<F>(spec, b));
-            let x = self.module::<F>(spec, a);
-            (x, y.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-        });
-        Ok((x?, y?))
+        std::thread::scope(|scope| {
+            let rest: Vec<_> = parts
+                .iter()
+                .skip(1)
+                .map(|p| scope.spawn(move || self.module::<F>(spec, p)))
+                .collect();
+            let first = parts.first().map(|p| self.module::<F>(spec, p));
+            first
+                .into_iter()
+                .chain(
+                    rest.into_iter()
+                        .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
+                )
+                .collect()
+        })
     }
 
     /// Part `part` of family `F` for `spec`: from memory, else from the disk cache, else

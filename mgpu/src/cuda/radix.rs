@@ -447,13 +447,16 @@ pub(crate) fn sort(
             return counting_sort(gpu, spec, keys, count, xor_mask);
         }
     }
-    let (counting, module) = gpu.module_pair::<Radix>(
-        spec,
-        (
-            part::<Radix>("radix_histogram"),
-            part::<Radix>("radix_pass"),
-        ),
-    )?;
+    let [counting, module]: [_; 2] = gpu
+        .modules::<Radix>(
+            spec,
+            &[
+                part::<Radix>("radix_histogram"),
+                part::<Radix>("radix_pass"),
+            ],
+        )?
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("two parts asked"));
     let portion = PORTION / nv * nv;
     let portions = count.div_ceil(portion);
     let temp_keys = DeviceMem::alloc(gpu, count as usize * key_size)?;

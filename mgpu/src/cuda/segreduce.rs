@@ -525,6 +525,51 @@ fn spec(
     }
 }
 
+/// The tiles' module spec of a reduction (see [`reduce`]).
+fn tiles_spec<T: Element>(
+    geometry: &Geometry,
+    items: &Items<'_>,
+    codes: bool,
+    op: &Op<T>,
+    mul: Option<&Op<T>>,
+    tuning: &Tuning,
+) -> SegModule {
+    let spec = spec(geometry, items, codes, std::mem::size_of::<T>(), tuning);
+    SegModule::new(spec, items.load, op, mul, tuning)
+}
+
+/// A one-shot's two modules, the helpers (validation, partition) and the tiles, compiled at once
+/// on a cold cache: each is hundreds of milliseconds of NVRTC, and the call needs both.
+pub(crate) fn load_one_shot_modules<T: Element>(
+    gpu: &Gpu,
+    geometry: &Geometry,
+    items: &Items<'_>,
+    op: &Op<T>,
+    mul: Option<&Op<T>>,
+    tuning: &Tuning,
+) -> Result<()> {
+    let helpers = SegModule::helpers(geometry.wide_offsets, tuning);
+    let (helpers_part, tiles_part) = (
+        part::<SegReduce>("segreduce_helpers"),
+        part::<SegReduce>("segreduce_tiles"),
+    );
+    if gpu
+        .loaded_module::<SegReduce>(&helpers, helpers_part)
+        .is_some()
+    {
+        return Ok(());
+    }
+    let tiles = tiles_spec(geometry, items, false, op, mul, tuning);
+    std::thread::scope(|scope| {
+        let loading = scope.spawn(|| gpu.module::<SegReduce>(&tiles, tiles_part));
+        gpu.module::<SegReduce>(&helpers, helpers_part)?;
+        loading
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            .map(|_| ())
+    })
+}
+
 /// The helper kernels' module for the geometry's offsets.
 fn helper_module(gpu: &Gpu, geometry: &Geometry, tuning: &Tuning) -> Result<Arc<LoadedModule>> {
     let spec = SegModule::helpers(geometry.wide_offsets, tuning);
@@ -739,14 +784,8 @@ pub(crate) fn reduce<T: Element>(
         bad != 0 || !items.check_cols,
         "column checks report to the findings"
     );
-    let spec = spec(
-        geometry,
-        &items,
-        codes.is_some(),
-        std::mem::size_of::<T>(),
-        tuning,
-    );
-    let module_spec = SegModule::new(spec, items.load, op, mul, tuning);
+    let module_spec = tiles_spec(geometry, &items, codes.is_some(), op, mul, tuning);
+    let spec = module_spec.variant;
     let tuning = &module_spec.tuning;
     let codes = codes.map_or(0, |c| c.ptr);
     let module = gpu.module::<SegReduce>(&module_spec, part::<SegReduce>("segreduce_tiles"))?;

@@ -72,11 +72,16 @@ impl KernelFamily for Merge {
             name: "blocksort",
             kernels: &["mgpu_blocksort"],
         },
+        // The passes of the merge sort: two-way (an odd level out) and four-way, parts of their
+        // own so that they compile at once, each with the two-way split that starts a pass.
         Part {
-            name: "merge_passes",
+            name: "merge_two_way",
+            kernels: &["mgpu_merge_partition", "mgpu_merge_pass"],
+        },
+        Part {
+            name: "merge_four_way",
             kernels: &[
                 "mgpu_merge_partition",
-                "mgpu_merge_pass",
                 "mgpu_merge4_partition",
                 "mgpu_merge4_pass",
             ],
@@ -251,8 +256,8 @@ pub(crate) fn sort<K: Element, V: Element>(
     let two_way = levels % 2;
     let passes = two_way + levels / 2;
     let spec = MergeSpec::new::<K, V>(comparator, mode, tuning);
-    let blocksort = gpu.module::<Merge>(&spec, part::<Merge>("blocksort"))?;
     if passes == 0 {
+        let blocksort = gpu.module::<Merge>(&spec, part::<Merge>("blocksort"))?;
         // One tile: sorted in place (the kernel stages it in shared memory), and only the block
         // sort is compiled.
         let args = BlocksortArgs {
@@ -264,7 +269,23 @@ pub(crate) fn sort<K: Element, V: Element>(
         };
         return gpu.launch(&blocksort, 1, tuning.nt, &args);
     }
-    let module = gpu.module::<Merge>(&spec, part::<Merge>("merge_passes"))?;
+    // The parts this sort launches, at once on a cold cache: each is hundreds of milliseconds of
+    // NVRTC.
+    let four_way_levels = levels >= 2;
+    let wanted: Vec<&Part> = [
+        Some("blocksort"),
+        (two_way == 1).then_some("merge_two_way"),
+        four_way_levels.then_some("merge_four_way"),
+    ]
+    .into_iter()
+    .flatten()
+    .map(part::<Merge>)
+    .collect();
+    let mut loaded = gpu.modules::<Merge>(&spec, &wanted)?.into_iter();
+    let mut next = || loaded.next().expect("a module per part asked");
+    let blocksort = next();
+    let two_way_module = (two_way == 1).then(&mut next);
+    let four_way_module = four_way_levels.then(&mut next);
     let has_values = mode != SortValues::None;
     let temp_keys = DeviceMem::alloc(gpu, count as usize * std::mem::size_of::<K>())?;
     let temp_values = if has_values {
@@ -312,8 +333,13 @@ pub(crate) fn sort<K: Element, V: Element>(
             partitions: pairs.ptr,
             lanes: search_lanes(num_tiles + 1),
         };
-        partitions(gpu, &module, &split)?;
         let four_way = pass >= two_way;
+        let module = match four_way {
+            true => four_way_module.as_ref(),
+            false => two_way_module.as_ref(),
+        }
+        .expect("loaded for the passes this sort makes");
+        partitions(gpu, module, &split)?;
         if four_way {
             let quads = quads.as_ref().expect("allocated for two levels or more");
             let split4 = Merge4PartitionArgs {
@@ -326,7 +352,7 @@ pub(crate) fn sort<K: Element, V: Element>(
                 lanes: search_lanes(num_tiles + 1),
             };
             let grid = partition_grid(num_tiles + 1, split4.lanes);
-            gpu.launch(&module, grid, PARTITION_THREADS, &split4)?;
+            gpu.launch(module, grid, PARTITION_THREADS, &split4)?;
         }
         let merge = MergePassArgs {
             keys_in: current.0,
@@ -341,9 +367,9 @@ pub(crate) fn sort<K: Element, V: Element>(
             },
         };
         if four_way {
-            gpu.launch(&module, num_tiles as u32, tuning.nt, &Merge4PassArgs(merge))?;
+            gpu.launch(module, num_tiles as u32, tuning.nt, &Merge4PassArgs(merge))?;
         } else {
-            gpu.launch(&module, num_tiles as u32, tuning.nt, &merge)?;
+            gpu.launch(module, num_tiles as u32, tuning.nt, &merge)?;
         }
         std::mem::swap(&mut current, &mut other);
         width *= if four_way { 4 } else { 2 };
