@@ -322,29 +322,38 @@ impl Gpu {
             .and_then(|v| v[index].clone())
     }
 
-    /// `parts` of family `F` for `spec`, in that order; where some are not loaded, they are
-    /// compiled (or read from the disk cache) at once, a thread each: NVRTC optimizes a module's
-    /// kernels one after another, so a call that needs several large parts waits for the largest
-    /// alone.
+    /// `parts` of family `F` for `spec`, in that order; see [`modules_of`](Gpu::modules_of).
     pub fn modules<F: KernelFamily>(
         &self,
         spec: &F::Spec,
         parts: &[&Part],
     ) -> Result<Vec<Arc<LoadedModule>>> {
-        let loaded: Option<Vec<_>> = parts
+        let wanted: Vec<_> = parts.iter().map(|&p| (spec, p)).collect();
+        self.modules_of::<F>(&wanted)
+    }
+
+    /// The modules of family `F` for these (spec, part) pairs, in that order; where some are not
+    /// loaded, they are compiled (or read from the disk cache) at once, a thread each: NVRTC
+    /// optimizes a module's kernels one after another, so a call that needs several large parts
+    /// waits for the largest alone.
+    pub fn modules_of<F: KernelFamily>(
+        &self,
+        wanted: &[(&F::Spec, &Part)],
+    ) -> Result<Vec<Arc<LoadedModule>>> {
+        let loaded: Option<Vec<_>> = wanted
             .iter()
-            .map(|p| self.loaded_module::<F>(spec, p))
+            .map(|&(spec, p)| self.loaded_module::<F>(spec, p))
             .collect();
         if let Some(loaded) = loaded {
             return Ok(loaded);
         }
         std::thread::scope(|scope| {
-            let rest: Vec<_> = parts
+            let rest: Vec<_> = wanted
                 .iter()
                 .skip(1)
-                .map(|p| scope.spawn(move || self.module::<F>(spec, p)))
+                .map(|&(spec, p)| scope.spawn(move || self.module::<F>(spec, p)))
                 .collect();
-            let first = parts.first().map(|p| self.module::<F>(spec, p));
+            let first = wanted.first().map(|&(spec, p)| self.module::<F>(spec, p));
             first
                 .into_iter()
                 .chain(

@@ -560,14 +560,8 @@ pub(crate) fn load_one_shot_modules<T: Element>(
         return Ok(());
     }
     let tiles = tiles_spec(geometry, items, false, op, mul, tuning);
-    std::thread::scope(|scope| {
-        let loading = scope.spawn(|| gpu.module::<SegReduce>(&tiles, tiles_part));
-        gpu.module::<SegReduce>(&helpers, helpers_part)?;
-        loading
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p))
-            .map(|_| ())
-    })
+    gpu.modules_of::<SegReduce>(&[(&helpers, helpers_part), (&tiles, tiles_part)])
+        .map(|_| ())
 }
 
 /// The helper kernels' module for the geometry's offsets.
