@@ -413,6 +413,24 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 #endif
 
 #ifdef MGPU_WANT_mgpu_radix_pass
+// The tile's keys (and values), placed in shared memory by digit, to their digits' places in the
+// output (`key_out[d]`: where digit d's keys go, less the tile's keys of digits below d). FULL:
+// every position holds a key, stored without a bound check (two instructions a key fewer).
+template <bool FULL>
+__device__ __forceinline__ void scatter_tile(const TileItems& items, K* const* key_out,
+                                             K* keys_out, V* values_out, int n, int shift,
+                                             unsigned mask, u64 flip) {
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    unsigned j = i * MGPU_NT + threadIdx.x;
+    K k = items.keys[j];
+    K* to = key_out[digit_of(k, shift, mask, flip)] + j;
+    bool store = FULL || j < (unsigned)n;
+    store_global_if(store, to, k);
+    if (MGPU_VALUES) store_global_if(store, values_out + (to - keys_out), items.values[j]);
+  }
+}
+
 typedef TileStatusOf<unsigned, RADIX_BINS * 8> BinStatus;
 
 // Whole 16-byte units, as the radix module's dynamic shared memory (mgpu_radix_count) aligns a
@@ -479,16 +497,12 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
         next_bases[tid] = base + before + count;
     }
     __syncthreads();
-    // Positions from n on hold no key (garbage, inside the tile): read, not stored.
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      unsigned j = i * MGPU_NT + tid;
-      K k = items.keys[j];
-      K* to = s.key_out[digit_of(k, shift, mask, flip)] + j;
-      store_global_if(j < (unsigned)n, to, k);
-      if (MGPU_VALUES)
-        store_global_if(j < (unsigned)n, values_out + (to - keys_out), items.values[j]);
-    }
+    // A full tile stores every position; the last one's from n on hold no key (garbage, inside
+    // the tile): read, not stored.
+    if (n == MGPU_NV)
+      scatter_tile<true>(items, s.key_out, keys_out, values_out, n, shift, mask, flip);
+    else
+      scatter_tile<false>(items, s.key_out, keys_out, values_out, n, shift, mask, flip);
   });
 }
 #endif
