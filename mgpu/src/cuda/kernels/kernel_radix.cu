@@ -415,7 +415,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 #ifdef MGPU_WANT_mgpu_radix_pass
 // The tile's keys (and values), placed in shared memory by digit, to their digits' places in the
 // output (`key_out[d]`: where digit d's keys go, less the tile's keys of digits below d). FULL:
-// every position holds a key, stored without a bound check (two instructions a key fewer).
+// every position holds a key, stored without a bound check (an index compare a key fewer).
 template <bool FULL>
 __device__ __forceinline__ void scatter_tile(const TileItems& items, K* const* key_out,
                                              K* keys_out, V* values_out, int n, int shift,
