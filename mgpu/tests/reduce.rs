@@ -94,6 +94,26 @@ fn reduce_many_partials_with_tuning_override() {
     }
 }
 
+/// Inputs larger than L2 (the H100's is 50 MB) are cut into several ranges per resident CTA:
+/// sums and an order-sensitive operator over 2^23 + 4321 elements of 8 bytes, at the built-in
+/// tuning, whose last CTA folds every range's partial in order.
+#[test]
+fn reduce_larger_than_l2() {
+    let mut r = rng();
+    for ctx in backends() {
+        let n = (1usize << 23) + 4321;
+        let data = random_vec::<u64>(&mut r, n);
+        let expect = data.iter().fold(0u64, |a, &b| a.wrapping_add(b));
+        let input = ctx.upload(&data).unwrap();
+        assert_eq!(ctx.reduce(&input, &Op::plus()).unwrap(), expect, "{ctx:?}");
+        let ops = affine_op();
+        let data = random_vec::<Affine>(&mut r, n);
+        let expect = fold(&data, &ops);
+        let input = ctx.upload(&data).unwrap();
+        assert_eq!(ctx.reduce(&input, &ops).unwrap(), expect, "{ctx:?} affine");
+    }
+}
+
 /// More than 2^31 elements: 64-bit offsets everywhere.
 #[test]
 fn reduce_past_2_pow_31_on_gpu() {
