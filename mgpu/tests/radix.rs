@@ -981,9 +981,9 @@ fn radix_key_accessors_and_ordered_bits() {
     assert_eq!(fd.ordered_bits(&-0.0), fd.ordered_bits(&0.0));
 }
 
-/// Keys per portion of the GPU's radix sort for a tile of `nv`: 2^28 / NV tiles of NV keys.
+/// Keys per portion of the GPU's radix sort for a tile of `nv`: 2^29 / NV tiles of NV keys.
 fn portion(nv: usize) -> usize {
-    (1 << 28) / nv * nv
+    (1 << 29) / nv * nv
 }
 
 /// Inputs just past one portion: the passes run over two portions, and each portion's bins start

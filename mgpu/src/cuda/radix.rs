@@ -22,8 +22,9 @@ const RADIX_BITS: u32 = 8;
 const RADIX_BINS: usize = 256;
 
 /// Keys per portion at most: a pass's look-back counts within one portion in 32 bits (CUB cuts
-/// its inputs the same way), and its status takes 2 KiB per tile.
-const PORTION: u64 = 1 << 28;
+/// its inputs the same way), and its status takes 2 KiB per tile. 2^29, so that inputs of up to
+/// 2^28 keys (whatever the tile) are one launch per pass, not one and a tail of a few keys.
+const PORTION: u64 = 1 << 29;
 
 /// A radix sort module: keys, values, the key's order expression and the tuning.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
