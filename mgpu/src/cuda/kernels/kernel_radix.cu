@@ -433,6 +433,35 @@ __device__ __forceinline__ void scatter_tile(const TileItems& items, K* const* k
 
 typedef TileStatusOf<unsigned, RADIX_BINS * 8> BinStatus;
 
+// Keys a thread of a full tile keeps in shared memory while the tile is ranked. Where the keys,
+// their counters' addresses and the ranking's state do not all fit in the registers of the
+// occupancy, ptxas spilled a few keys to local memory, or recomputed every address from its key
+// (7 instructions a key). Keys alone: 4 of 4-byte keys at 3 CTAs per SM (56 registers), 2 of
+// 8-byte keys (f64's order needs the most), with which no instantiation spills under NVRTC 13.0
+// or 13.5.
+#ifndef RADIX_STAGED
+#define RADIX_STAGED \
+  (MGPU_VALUES != 0 ? 0 : sizeof(K) == 4 && MGPU_OCC >= 3 ? 4 : sizeof(K) == 8 ? 2 : 0)
+#endif
+// A full tile's first RADIX_STAGED keys of each thread, kept while the tile is ranked.
+template <int N>
+struct StagedKeys {
+  K at[N][MGPU_NT];
+  __device__ __forceinline__ void store(const K (&key)[MGPU_VT]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) at[i][threadIdx.x] = key[i];
+  }
+  __device__ __forceinline__ void load(K (&key)[MGPU_VT]) const {
+#pragma unroll
+    for (int i = 0; i < N; ++i) key[i] = at[i][threadIdx.x];
+  }
+};
+template <>
+struct StagedKeys<0> {
+  __device__ __forceinline__ void store(const K (&)[MGPU_VT]) {}
+  __device__ __forceinline__ void load(K (&)[MGPU_VT]) const {}
+};
+
 // Whole 16-byte units, as the radix module's dynamic shared memory (mgpu_radix_count) aligns a
 // kernel's static shared memory: a part compiles as the whole family does. The tile's items are
 // in dynamic shared memory (TileItems): pairs' tiles as large as CUB's pass 48 KiB.
@@ -443,7 +472,76 @@ struct __align__(16) PassStorage {
   // the same place of the values: one pointer per item in registers, not two.
   K* key_out[RADIX_BINS];
   i64 tile_id;
+  StagedKeys<RADIX_STAGED> staged;
 };
+
+// One tile of a pass (see mgpu_radix_pass). FULL: the tile holds MGPU_NV keys, so that no load,
+// count, place or store is checked. Full tiles are nearly all of them: with those checks (and
+// the padding's digit) the compiler ran out of registers at 3 CTAs per SM and recomputed each
+// key's counter address from the key in the ranking (7 instructions a key).
+template <bool FULL>
+__device__ __forceinline__ void pass_tile(const K* keys_in, const V* values_in, K* keys_out,
+                                          V* values_out, u64 index_base, const u64* bases,
+                                          u64* next_bases, int shift, unsigned mask, u64 flip,
+                                          const BinStatus& status, PassStorage& s,
+                                          const TileItems& items, i64 tile, u64 num_tiles,
+                                          int n) {
+  if (FULL) n = MGPU_NV;  // a constant for every check below
+  int tid = threadIdx.x;
+  u64 base = (u64)tile * MGPU_NV;
+  // The values are read after the ranking: their bytes head for L2 now, so that those loads
+  // wait for L2 rather than DRAM (one CTA per SM leaves their latency exposed).
+  if (MGPU_VALUES && values_in && tid == 0) prefetch_l2(values_in + base, (u64)n * sizeof(V));
+  K key[MGPU_VT];
+  unsigned item[MGPU_VT];  // a key's digit, then its place in the tile sorted by digit
+  // A partial tile's keys past n are zero (not loaded), so that no register carries a value from
+  // tile to tile; their digit is RADIX_PAD_DIGIT.
+  if (!FULL) memset(key, 0, sizeof(key));
+  load_striped(keys_in + base, n, key);
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i)
+    item[i] = FULL || striped(i) < n ? digit_of(key[i], shift, mask, flip) : RADIX_PAD_DIGIT;
+  // While the tile is ranked, a full tile keeps RADIX_STAGED keys a thread in shared memory, the
+  // partial one (once a launch) all of them, in the tile's buffer until they are placed.
+  if (FULL) {
+    s.staged.store(key);
+  } else {
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) items.keys[striped(i)] = key[i];
+  }
+  unsigned count = rank_tile(item, MGPU_NV - n, s.rank, [&](unsigned c) {
+    thread_publish(status.word_of(tid), tile, c);
+  });
+  if (FULL) {
+    s.staged.load(key);
+  } else {
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) key[i] = items.keys[striped(i)];
+    __syncthreads();  // every key read back before any is placed
+  }
+  // Values are read once the keys are ranked and placed: the keys, the places and the values
+  // are never all in registers at once.
+  place_ranked(items.keys, key, item);
+  if (MGPU_VALUES) {
+    V value[MGPU_VT];
+    load_values(values_in, base, index_base, n, value);
+    place_ranked(items.values, value, item);
+  }
+  // The look-back waits last: by now the tiles before have most likely published their P.
+  if (tid < RADIX_BINS) {
+    unsigned before = thread_lookback(status.word_of(tid), tile, count, Plus32(), 0u);
+    u64 start = bases[tid];
+    // At least the tile's keys of digits below d come before digit d: not below the output.
+    u64 out = start + before - s.rank.bin_start[tid];
+    s.key_out[tid] = keys_out + out;
+    // The portion's last tile knows its count of every digit: the next portion starts there.
+    if (next_bases && (u64)tile == num_tiles - 1) next_bases[tid] = start + before + count;
+  }
+  __syncthreads();
+  // A full tile stores every position; the last one's from n on hold no key (garbage, inside
+  // the tile): read, not stored.
+  scatter_tile<FULL>(items, s.key_out, keys_out, values_out, n, shift, mask, flip);
+}
 
 // One pass over the `count` keys of a portion (its first key is the input's `index_base`):
 // persistent CTAs take tiles in ticket order. `bases[d]`: where the portion's first key of digit
@@ -459,51 +557,21 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   __shared__ PassStorage s;
   extern __shared__ __align__(16) char items_shared[];
   TileItems items(items_shared);
-  int tid = threadIdx.x;
   unsigned mask = (1u << bits) - 1;
-  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
-  ticketed_tiles(tickets, first_ticket, num_tiles, s.tile_id, [&](i64 tile) {
-    u64 base = (u64)tile * MGPU_NV;
-    int n = (int)min((u64)MGPU_NV, count - base);
-    // The values are read after the ranking: their bytes head for L2 now, so that those loads
-    // wait for L2 rather than DRAM (one CTA per SM leaves their latency exposed).
-    if (MGPU_VALUES && values_in && tid == 0) prefetch_l2(values_in + base, (u64)n * sizeof(V));
-    K key[MGPU_VT];
-    unsigned item[MGPU_VT];  // a key's digit, then its place in the tile sorted by digit
-    load_striped(keys_in + base, n, key);
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i)
-      item[i] = striped(i) < n ? digit_of(key[i], shift, mask, flip) : RADIX_PAD_DIGIT;
-    unsigned count = rank_tile(item, MGPU_NV - n, s.rank, [&](unsigned c) {
-      thread_publish(status.word_of(tid), tile, c);
-    });
-    // Values are read once the keys are ranked and placed: the keys, the places and the values
-    // are never all in registers at once.
-    place_ranked(items.keys, key, item);
-    if (MGPU_VALUES) {
-      V value[MGPU_VT];
-      load_values(values_in, base, index_base, n, value);
-      place_ranked(items.values, value, item);
-    }
-    // The look-back waits last: by now the tiles before have most likely published their P.
-    if (tid < RADIX_BINS) {
-      unsigned before = thread_lookback(status.word_of(tid), tile, count, Plus32(), 0u);
-      u64 base = bases[tid];
-      // At least the tile's keys of digits below d come before digit d: not below the output.
-      u64 out = base + before - s.rank.bin_start[tid];
-      s.key_out[tid] = keys_out + out;
-      // The portion's last tile knows its count of every digit: the next portion starts there.
-      if (next_bases && (u64)tile == num_tiles - 1)
-        next_bases[tid] = base + before + count;
-    }
-    __syncthreads();
-    // A full tile stores every position; the last one's from n on hold no key (garbage, inside
-    // the tile): read, not stored.
-    if (n == MGPU_NV)
-      scatter_tile<true>(items, s.key_out, keys_out, values_out, n, shift, mask, flip);
-    else
-      scatter_tile<false>(items, s.key_out, keys_out, values_out, n, shift, mask, flip);
+  u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV, full_tiles = count / MGPU_NV;
+  ticketed_tiles(tickets, first_ticket, full_tiles, s.tile_id, [&](i64 tile) {
+    pass_tile<true>(keys_in, values_in, keys_out, values_out, index_base, bases, next_bases,
+                    shift, mask, flip, status, s, items, tile, num_tiles, MGPU_NV);
   });
+  // A partial last tile goes to the CTA that drew its ticket, after the loop, so that the
+  // registers of its checks are not held across the full tiles' (that spilled). That CTA then
+  // draws the ticket that would have ended its loop: the host counts one per tile and per CTA.
+  if ((u64)s.tile_id == full_tiles && full_tiles < num_tiles) {
+    pass_tile<false>(keys_in, values_in, keys_out, values_out, index_base, bases, next_bases,
+                     shift, mask, flip, status, s, items, (i64)full_tiles, num_tiles,
+                     (int)(count - full_tiles * MGPU_NV));
+    if (threadIdx.x == 0) atomicAdd(tickets, 1ull);
+  }
 }
 #endif
 
