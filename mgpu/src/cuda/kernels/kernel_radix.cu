@@ -494,8 +494,8 @@ __device__ __forceinline__ void pass_tile(const K* keys_in, const V* values_in, 
   if (MGPU_VALUES && values_in && tid == 0) prefetch_l2(values_in + base, (u64)n * sizeof(V));
   K key[MGPU_VT];
   unsigned item[MGPU_VT];  // a key's digit, then its place in the tile sorted by digit
-  // A partial tile's keys past n are zero (not loaded), so that no register carries a value from
-  // tile to tile; their digit is RADIX_PAD_DIGIT.
+  // A partial tile's keys past n are zero, not left unset (they are placed, never stored); their
+  // digit is RADIX_PAD_DIGIT.
   if (!FULL) memset(key, 0, sizeof(key));
   load_striped(keys_in + base, n, key);
 #pragma unroll
