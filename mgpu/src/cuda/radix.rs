@@ -310,6 +310,13 @@ fn pass_item_bytes(spec: &RadixSpec) -> u32 {
     ((nv * spec.keys.size).div_ceil(16) * 16 + values) as u32
 }
 
+/// The dynamic shared memory of `mgpu_radix_histogram`: `passes` passes of counters, in 16
+/// copies of a 32-bit number's digits, 8 of a 64-bit one's (`RADIX_PARTS`).
+fn histogram_bytes(spec: &RadixSpec, passes: u32) -> u32 {
+    let copies = if spec.wide { 8 } else { 16 };
+    passes * RADIX_BINS as u32 * copies * 4
+}
+
 /// For keys alone of a built-in integer type of 1 or 2 bytes in a built-in order over the whole
 /// key: the XOR of the key's bits that gives its number, for the counting sort (every key of one
 /// number is then one same key).
@@ -477,8 +484,9 @@ pub(crate) fn sort(
     let copy = passes % 2 == 1;
     // One wave of what is resident, over every portion's chunks.
     let chunks = count.div_ceil(nv);
-    let histogram_grid =
-        (gpu.sm_count as u64 * counting.resident::<HistogramArgs>() as u64).min(chunks);
+    let histogram_shared = histogram_bytes(spec, passes);
+    let resident = counting.resident_with::<HistogramArgs>(t.nt, histogram_shared)?;
+    let histogram_grid = (gpu.sm_count as u64 * resident as u64).min(chunks);
     let histogram = HistogramArgs {
         keys,
         values,
@@ -492,7 +500,13 @@ pub(crate) fn sort(
         keys_copy: if copy { temp_keys.ptr } else { 0 },
         values_copy: if copy && !indices { temp_v } else { 0 },
     };
-    gpu.launch(&counting, histogram_grid as u32, t.nt, &histogram)?;
+    gpu.launch_shared(
+        &counting,
+        histogram_grid as u32,
+        t.nt,
+        histogram_shared,
+        &histogram,
+    )?;
     let offsets = OffsetsArgs {
         hist: counts.ptr,
         bases: bases.ptr,

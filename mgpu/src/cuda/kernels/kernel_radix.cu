@@ -254,17 +254,21 @@ __device__ __forceinline__ void load_values(const V* values_in, u64 base, u64 in
 #ifdef MGPU_WANT_mgpu_radix_histogram
 // The passes a key's number can have: one per byte of U.
 #define RADIX_KEY_PASSES ((int)sizeof(U))
-// Copies of the counters: lane l counts into copy l % RADIX_PARTS, so that lanes with equal
-// digits (all-equal or skewed keys) spread over RADIX_PARTS words of distinct banks instead of
-// queueing on one; 16 KiB in all (a power of two; 1 is CUB's choice). Counter (pass, digit, part)
-// is word (pass * RADIX_BINS + digit) * RADIX_PARTS + part: a digit's copies side by side.
+// Copies of the counters, in dynamic shared memory: lane l counts into copy l % RADIX_PARTS.
+// Counter (pass, digit, part) is word (pass * RADIX_BINS + digit) * RADIX_PARTS + part: a digit's
+// copies side by side, so that the lanes of one copy meet in a bank only where their digits agree
+// in their low bits (bank: digit * RADIX_PARTS + part, mod 32). 64 KiB in all, 3 CTAs an SM: 16
+// copies of a 32-bit number's 4 passes (lanes l and l + 16 meet on half of the atomics: 2
+// wavefronts), 8 of a 64-bit number's 8. With 4 copies an atomic took about 3.2 wavefronts on
+// uniform keys, which bounded the kernel; 16-bit counters in a copy per lane took none, but
+// twice the instructions, which bounded it instead.
 #ifndef RADIX_PARTS
-#define RADIX_PARTS (16 / RADIX_KEY_PASSES)
+#define RADIX_PARTS (64 / RADIX_KEY_PASSES)
 #endif
 // log2 of a digit's bytes of counters, 4 * RADIX_PARTS.
-#define RADIX_PART_SHIFT (RADIX_PARTS == 1 ? 2 : RADIX_PARTS == 2 ? 3 : RADIX_PARTS == 4 ? 4 : 5)
-static_assert(4 * RADIX_PARTS == 1 << RADIX_PART_SHIFT, "RADIX_PARTS: 1, 2, 4 or 8");
-static_assert(RADIX_KEY_PASSES * RADIX_BINS * RADIX_PARTS * 4 <= 32768, "counters past 32 KiB");
+#define RADIX_PART_SHIFT \
+  (RADIX_PARTS == 1 ? 2 : RADIX_PARTS == 2 ? 3 : RADIX_PARTS == 4 ? 4 : RADIX_PARTS == 8 ? 5 : 6)
+static_assert(4 * RADIX_PARTS == 1 << RADIX_PART_SHIFT, "RADIX_PARTS: 1, 2, 4, 8 or 16");
 
 // Where pass k's digit of a key's number is (bits [begin_bit + 8k, begin_bit + 8k + 8) of it,
 // those from `end_bit` on cleared): its counter of this lane's copy is at byte
@@ -329,13 +333,15 @@ __device__ __forceinline__ void count_chunk(const K (&key)[MGPU_VT], int n, int 
 }
 
 // Adds a CTA's counters of `passes` passes to hist[p][pass][digit] (hist: the portion's), and
-// zeroes them. Begins and ends with a barrier.
+// zeroes them. Begins and ends with a barrier. Thread i reads its copies from copy i on: the
+// lanes of a load spread over the banks.
 __device__ __forceinline__ void flush_counts(unsigned* counts, int passes, unsigned* hist) {
   __syncthreads();
   for (int i = threadIdx.x; i < passes * RADIX_BINS; i += MGPU_NT) {
     unsigned c = 0;
 #pragma unroll
-    for (int part = 0; part < RADIX_PARTS; ++part) {
+    for (int k = 0; k < RADIX_PARTS; ++k) {
+      int part = (k + i) % RADIX_PARTS;
       c += counts[i * RADIX_PARTS + part];
       counts[i * RADIX_PARTS + part] = 0;
     }
@@ -349,11 +355,12 @@ __device__ __forceinline__ void flush_counts(unsigned* counts, int passes, unsig
 // resident takes every chunk of every portion in one wave (a grid per portion left SMs idle
 // where the last portion is small). With `keys_copy` it also copies the keys (and values) there:
 // a sort of an odd number of passes then starts from the copy and ends in the caller's buffer.
+// Dynamic shared memory: the counters of `passes` passes, RADIX_BINS * RADIX_PARTS words each.
 extern "C" __global__ void __launch_bounds__(MGPU_NT)
     mgpu_radix_histogram(const K* keys, const V* values, u64 count, u64 portion, int passes,
                          int begin_bit, int end_bit, u64 flip, unsigned* hist, K* keys_copy,
                          V* values_copy) {
-  __shared__ __align__(16) unsigned counts[RADIX_KEY_PASSES * RADIX_BINS * RADIX_PARTS];
+  extern __shared__ __align__(16) unsigned counts[];
   int tid = threadIdx.x;
   for (int i = tid; i < passes * RADIX_BINS * RADIX_PARTS / 4; i += MGPU_NT)
     reinterpret_cast<uint4*>(counts)[i] = make_uint4(0, 0, 0, 0);
