@@ -310,11 +310,11 @@ fn pass_item_bytes(spec: &RadixSpec) -> u32 {
     ((nv * spec.keys.size).div_ceil(16) * 16 + values) as u32
 }
 
-/// The dynamic shared memory of `mgpu_radix_histogram`: `passes` passes of counters, in 16
-/// copies of a 32-bit number's digits, 8 of a 64-bit one's (`RADIX_PARTS`).
+/// The dynamic shared memory of `mgpu_radix_histogram`: `passes` passes of counters, each in
+/// `RADIX_PARTS` copies (64 / the number's bytes: 16 of a 32-bit number's, 8 of a 64-bit one's).
 fn histogram_bytes(spec: &RadixSpec, passes: u32) -> u32 {
-    let copies = if spec.wide { 8 } else { 16 };
-    passes * RADIX_BINS as u32 * copies * 4
+    let number_bytes = if spec.wide { 8 } else { 4 };
+    passes * RADIX_BINS as u32 * (64 / number_bytes) * 4
 }
 
 /// For keys alone of a built-in integer type of 1 or 2 bytes in a built-in order over the whole

@@ -254,14 +254,13 @@ __device__ __forceinline__ void load_values(const V* values_in, u64 base, u64 in
 #ifdef MGPU_WANT_mgpu_radix_histogram
 // The passes a key's number can have: one per byte of U.
 #define RADIX_KEY_PASSES ((int)sizeof(U))
-// Copies of the counters, in dynamic shared memory: lane l counts into copy l % RADIX_PARTS.
-// Counter (pass, digit, part) is word (pass * RADIX_BINS + digit) * RADIX_PARTS + part: a digit's
-// copies side by side, so that the lanes of one copy meet in a bank only where their digits agree
-// in their low bits (bank: digit * RADIX_PARTS + part, mod 32). 64 KiB in all, 3 CTAs an SM: 16
-// copies of a 32-bit number's 4 passes (lanes l and l + 16 meet on half of the atomics: 2
-// wavefronts), 8 of a 64-bit number's 8. With 4 copies an atomic took about 3.2 wavefronts on
-// uniform keys, which bounded the kernel; 16-bit counters in a copy per lane took none, but
-// twice the instructions, which bounded it instead.
+// Copies of the counters, in dynamic shared memory: lane l counts into copy l % RADIX_PARTS, so
+// that lanes of equal digits (equal or skewed keys) do not all queue on one word. Counter (pass,
+// digit, part) is word (pass * RADIX_BINS + digit) * RADIX_PARTS + part: the lanes of one copy
+// meet in a bank only where their digits agree in their low bits. 64 KiB at most: 16 copies of a
+// 32-bit number's 4 passes (lanes l and l + 16 share a bank on about half the atomics), 8 of a
+// 64-bit number's 8. With 4 copies an atomic took about 3.2 wavefronts on uniform keys, which
+// bounded the kernel; 16-bit counters in a copy per lane took none, but twice the instructions.
 #ifndef RADIX_PARTS
 #define RADIX_PARTS (64 / RADIX_KEY_PASSES)
 #endif
