@@ -40,6 +40,11 @@ __device__ __forceinline__ unsigned lanes_agreeing(unsigned label, unsigned bit)
 __device__ __forceinline__ void shared_add(unsigned at, unsigned x) {
   asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(at), "r"(x) : "memory");
 }
+__device__ __forceinline__ unsigned shared_fetch_add(unsigned at, unsigned x) {
+  unsigned old;
+  asm volatile("atom.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(at), "r"(x) : "memory");
+  return old;
+}
 __device__ __forceinline__ unsigned shared_load(unsigned at) {
   unsigned x;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x) : "r"(at) : "memory");
@@ -115,6 +120,15 @@ struct RankStorage {
   CtaScanStorageOf<unsigned> scan;
 };
 
+// How a warp's lanes of one digit take their places. Atomic: the highest adds their number to the
+// digit's counter and shuffles the old value to the others. Else: every lane loads the counter
+// and the highest stores it back, moved past them. The atomic makes half the shared-memory
+// accesses (sort of 2^28 i32 keys, H100: 5.51 -> 5.33 ms at 3 CTAs per SM), but where one CTA per
+// SM leaves its return's latency exposed, pairs' sorts were 2-3.7% slower with it.
+#ifndef RADIX_RANK_ATOMIC
+#define RADIX_RANK_ATOMIC (MGPU_OCC > 1)
+#endif
+
 // Ranks the tile: `item[i]`, the digit of the thread's key i (striped: key i of lane l of warp w is
 // the tile's w * 32 * VT + i * 32 + l; RADIX_PAD_DIGIT past the input's end), becomes the key's
 // place in the tile sorted by digit, stably. Every key has a place, padding included: those past
@@ -123,9 +137,9 @@ struct RankStorage {
 // as soon as it is known, before the ranking: the pass publishes it for later tiles' look-backs.
 // In three steps, as in Onesweep: every warp counts its keys' digits (shared-memory atomics, one
 // per key); thread b turns warp w's count of digit b into the place of warp w's first key of
-// digit b; every warp ranks its keys in turn (key i of every lane, then key i + 1): every lane
-// reads its digit's place, the lanes of one digit find each other by one ballot per digit bit,
-// each adds the number of them below it, and the highest moves the place past them all. (A match
+// digit b; every warp ranks its keys in turn (key i of every lane, then key i + 1): the lanes of
+// one digit find each other by one ballot per digit bit, each takes the digit's place plus the
+// number of them below it, and the highest moves the place past them all. (A match
 // table in shared memory instead of the ballots, each lane ORing its bit into its digit's word,
 // took fewer instructions but was 8% slower on the H100: a chain of shared-memory round trips per
 // key. A shuffle of the place from the highest lane put one more round trip on that chain.)
@@ -173,21 +187,32 @@ __device__ __forceinline__ unsigned rank_tile(unsigned (&item)[MGPU_VT], int pad
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     unsigned a = item[i];
+#if !RADIX_RANK_ATOMIC
     // The place of the warp's next key of this digit, read by every lane of that digit (no
     // shuffle from one of them) before the lanes that share it are known.
     unsigned at = shared_load(a);
+#endif
     // The lanes of the same digit, from one ballot per digit bit: match.any itself measured
     // compute-bound (a pass of 2^24 keys took 336 us, 6x a memcpy of its bytes).
     unsigned label = a >> 2;  // its byte 0 tells the digits apart: one R2P feeds the ballots
     unsigned peers = lanes_agreeing(label, 0);
 #pragma unroll
     for (int bit = 1; bit < RADIX_BITS; ++bit) peers &= lanes_agreeing(label, bit);
+#if RADIX_RANK_ATOMIC
+    // The highest of them moves the place past them all by one atomic and hands the old place
+    // to the others. The warp's atomics on one word take effect in program order.
+    int leader = 31 - __clz(peers);
+    unsigned first = 0;
+    if (lane == leader) first = shared_fetch_add(a, __popc(peers));
+    item[i] = __shfl_sync(MGPU_FULL_MASK, first, leader) + __popc(peers & below_me);
+#else
     item[i] = at + __popc(peers & below_me);
     // The highest of them moves the place past them all. Every lane of the digit has read it:
     // one load instruction for the warp, before this store in program order.
     if (peers >> lane == 1) shared_store(a, item[i] + 1);
     // The next key's read is ordered after this write.
     __syncwarp();
+#endif
   }
   return count;
 }
