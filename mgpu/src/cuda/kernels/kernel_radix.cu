@@ -120,15 +120,6 @@ struct RankStorage {
   CtaScanStorageOf<unsigned> scan;
 };
 
-// How a warp's lanes of one digit take their places. Atomic: the highest adds their number to the
-// digit's counter and shuffles the old value to the others. Else: every lane loads the counter
-// and the highest stores it back, moved past them. The atomic makes half the shared-memory
-// accesses (sort of 2^28 i32 keys, H100: 5.51 -> 5.33 ms at 3 CTAs per SM), but where one CTA per
-// SM leaves its return's latency exposed, pairs' sorts were 2-3.7% slower with it.
-#ifndef RADIX_RANK_ATOMIC
-#define RADIX_RANK_ATOMIC (MGPU_OCC > 1)
-#endif
-
 // Ranks the tile: `item[i]`, the digit of the thread's key i (striped: key i of lane l of warp w is
 // the tile's w * 32 * VT + i * 32 + l; RADIX_PAD_DIGIT past the input's end), becomes the key's
 // place in the tile sorted by digit, stably. Every key has a place, padding included: those past
@@ -139,11 +130,18 @@ struct RankStorage {
 // per key); thread b turns warp w's count of digit b into the place of warp w's first key of
 // digit b; every warp ranks its keys in turn (key i of every lane, then key i + 1): the lanes of
 // one digit find each other by one ballot per digit bit, each takes the digit's place plus the
-// number of them below it, and the highest moves the place past them all. (A match
-// table in shared memory instead of the ballots, each lane ORing its bit into its digit's word,
-// took fewer instructions but was 8% slower on the H100: a chain of shared-memory round trips per
-// key. A shuffle of the place from the highest lane put one more round trip on that chain.)
-template <typename Publish>
+// number of them below it, and the highest moves the place past them all. (A match table in
+// shared memory instead of the ballots, each lane ORing its bit into its digit's word, took fewer
+// instructions but was 8% slower on the H100: a chain of shared-memory round trips per key.)
+//
+// ATOMIC: the highest lane of a digit adds their number to the digit's counter and shuffles the
+// old value to the others; else every lane loads the counter and the highest stores it back,
+// moved past them (a load by the highest alone and a shuffle put one more round trip on the
+// chain from key to key). The atomic halves the ranking's shared-memory accesses (a sort of
+// 2^28 i32 keys on the H100: 5.51 -> 5.33 ms at 3 CTAs per SM), but where fewer CTAs leave its
+// return's latency exposed it lost: pairs' sorts (one CTA per SM) 2-3.7%, segments of 5,000
+// keys 4.5%.
+template <bool ATOMIC, typename Publish>
 __device__ __forceinline__ unsigned rank_tile(unsigned (&item)[MGPU_VT], int pads,
                                               RankStorage& s, Publish&& publish) {
   int tid = threadIdx.x, warp = tid / MGPU_WARP, lane = tid & (MGPU_WARP - 1);
@@ -187,32 +185,28 @@ __device__ __forceinline__ unsigned rank_tile(unsigned (&item)[MGPU_VT], int pad
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     unsigned a = item[i];
-#if !RADIX_RANK_ATOMIC
-    // The place of the warp's next key of this digit, read by every lane of that digit (no
-    // shuffle from one of them) before the lanes that share it are known.
-    unsigned at = shared_load(a);
-#endif
+    // Without the atomic, the place of the warp's next key of this digit, read by every lane of
+    // that digit (no shuffle from one of them) before the lanes that share it are known.
+    unsigned at = ATOMIC ? 0u : shared_load(a);
     // The lanes of the same digit, from one ballot per digit bit: match.any itself measured
     // compute-bound (a pass of 2^24 keys took 336 us, 6x a memcpy of its bytes).
     unsigned label = a >> 2;  // its byte 0 tells the digits apart: one R2P feeds the ballots
     unsigned peers = lanes_agreeing(label, 0);
 #pragma unroll
     for (int bit = 1; bit < RADIX_BITS; ++bit) peers &= lanes_agreeing(label, bit);
-#if RADIX_RANK_ATOMIC
-    // The highest of them moves the place past them all by one atomic and hands the old place
-    // to the others. The warp's atomics on one word take effect in program order.
-    int leader = 31 - __clz(peers);
-    unsigned first = 0;
-    if (lane == leader) first = shared_fetch_add(a, __popc(peers));
-    item[i] = __shfl_sync(MGPU_FULL_MASK, first, leader) + __popc(peers & below_me);
-#else
-    item[i] = at + __popc(peers & below_me);
-    // The highest of them moves the place past them all. Every lane of the digit has read it:
-    // one load instruction for the warp, before this store in program order.
-    if (peers >> lane == 1) shared_store(a, item[i] + 1);
-    // The next key's read is ordered after this write.
-    __syncwarp();
-#endif
+    if constexpr (ATOMIC) {
+      // The warp's atomics on one word take effect in program order.
+      int leader = 31 - __clz(peers);
+      unsigned first = 0;
+      if (lane == leader) first = shared_fetch_add(a, __popc(peers));
+      item[i] = __shfl_sync(MGPU_FULL_MASK, first, leader) + __popc(peers & below_me);
+    } else {
+      item[i] = at + __popc(peers & below_me);
+      // Every lane of the digit has read the place: one load instruction for the warp, before
+      // this store in program order. The next key's read is ordered after this write.
+      if (peers >> lane == 1) shared_store(a, item[i] + 1);
+      __syncwarp();
+    }
   }
   return count;
 }
@@ -464,6 +458,9 @@ __device__ __forceinline__ void scatter_tile(const TileItems& items, K* const* k
 
 typedef TileStatusOf<unsigned, RADIX_BINS * 8> BinStatus;
 
+// A pass ranks by atomics where several CTAs share an SM (rank_tile).
+#define RADIX_PASS_RANK_ATOMIC (MGPU_OCC > 1)
+
 // Keys a thread of a full tile keeps in shared memory while the tile is ranked. Where the keys,
 // their counters' addresses and the ranking's state do not all fit in the registers of the
 // occupancy, ptxas spilled a few keys to local memory, or recomputed every address from its key
@@ -540,7 +537,7 @@ __device__ __forceinline__ void pass_tile(const K* keys_in, const V* values_in, 
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i) items.keys[striped(i)] = key[i];
   }
-  unsigned count = rank_tile(item, MGPU_NV - n, s.rank, [&](unsigned c) {
+  unsigned count = rank_tile<RADIX_PASS_RANK_ATOMIC>(item, MGPU_NV - n, s.rank, [&](unsigned c) {
     thread_publish(status.word_of(tid), tile, c);
   });
   if (FULL) {
@@ -634,7 +631,7 @@ __device__ __forceinline__ void sort_tile(char* items, RankStorage& rank, const 
 #pragma unroll
     for (int i = 0; i < MGPU_VT; ++i)
       item[i] = striped(i) < count ? digit_of(key[i], shift, mask, flip) : RADIX_PAD_DIGIT;
-    rank_tile(item, MGPU_NV - count, rank, [](unsigned) {});
+    rank_tile<false>(item, MGPU_NV - count, rank, [](unsigned) {});
     place_ranked(tile_keys, key, item);
     __syncthreads();
 #pragma unroll
