@@ -310,9 +310,12 @@ const TABLE: &[Entry] = &[
     // With the ranking's counters addressed directly (2026-11-26), 4-byte keys compile at
     // 384x19x3 without spills (56 registers). 2^28 i32 keys, same run: 384x19x3 5.741 ms,
     // 384x19x2 6.076 (the earlier ranking at 384x19x2: 5.887 in another run).
+    // 8-byte keys with the atomic ranking and 4 staged keys (2026-11-27, u64, ms at 2^24 |
+    // 2^28, two runs): 384x16x2 1.136 | 16.50; 384x14x2 1.164 | 17.01; 384x18x2 1.122 | 16.22
+    // (NVRTC 13.5 spills i64 or f64 there with 4, 6 or 8 staged keys); 256x20x2 1.160 | 16.96.
     e(Family::RadixKeys, 90, 2, 384, 12, 3),
     e(Family::RadixKeys, 90, 4, 384, 19, 3),
-    e(Family::RadixKeys, 90, 8, 384, 14, 2),
+    e(Family::RadixKeys, 90, 8, 384, 16, 2),
     e(Family::RadixPairs, 90, 2, 384, 8, 3),
     e(Family::RadixPairs, 90, 4, 384, 8, 3),
     // With the ranking's counters addressed directly (ms at 2^24 | 2^28, i32 and f32 keys with
@@ -325,7 +328,12 @@ const TABLE: &[Entry] = &[
     // With the ranking's counters addressed directly (u64 keys, u32 values, ms at 2^20 | 2^24 |
     // 2^28, one run): 384x16x1 0.188 | 1.745 | 27.23; 512x12x1 0.184 | 1.767 | 27.54; 640x9x1
     // 0.192 | 1.830 | 28.53; 512x10x1 0.186 | 1.866 | 29.13.
-    e(Family::RadixPairs, 90, 16, 384, 16, 1),
+    // With the tile's bytes counted at the pair's own size (2026-11-27, u64 keys, u32 values, ms
+    // at 2^24 | 2^28, two runs): 512x16x1 1.622 | 24.18 (96 KiB); 384x16x1 1.686 | 25.25;
+    // 384x21x1 1.791 | 26.12; 448x18x1 1.789 | 26.30. 16-byte pairs shrink it to 512x11x1.
+    // 4-byte keys' pairs past 96 KiB, at 1 CTA per SM, were slower (ms at 2^24 | 2^28, i32):
+    // 512x26x1 0.679 | 9.18, 512x28x1 0.679 | 9.06, against 512x24x1's 0.627 | 8.50.
+    e(Family::RadixPairs, 90, 16, 512, 16, 1),
     // Segments: the tile bounds the segments a CTA sorts alone (5376 keys at 384x14, 5120 pairs
     // at 320x16), at 2 CTAs per SM. Spills with NVRTC 13.0 (13.5 spills less): u64 keys from
     // 384x12x2 and at 320x16x2 and 288x18x2, 1-byte pairs at 384x13x2, u32 pairs at 288x18x2.

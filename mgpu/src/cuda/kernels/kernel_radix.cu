@@ -464,12 +464,12 @@ typedef TileStatusOf<unsigned, RADIX_BINS * 8> BinStatus;
 // Keys a thread of a full tile keeps in shared memory while the tile is ranked. Where the keys,
 // their counters' addresses and the ranking's state do not all fit in the registers of the
 // occupancy, ptxas spilled a few keys to local memory, or recomputed every address from its key
-// (7 instructions a key). Keys alone: 4 of 4-byte keys at 3 CTAs per SM (56 registers), 2 of
-// 8-byte keys (f64's order needs the most), with which no instantiation spills under NVRTC 13.0
-// or 13.5.
+// (7 instructions a key). Keys alone: 4 of 4-byte keys at 3 CTAs per SM (56 registers), 4 of
+// 8-byte keys (at 384x16x2 with 2, NVRTC 13.5 spilled i64's and f64's orders), with which no
+// instantiation spills under NVRTC 13.0 or 13.5.
 #ifndef RADIX_STAGED
 #define RADIX_STAGED \
-  (MGPU_VALUES != 0 ? 0 : sizeof(K) == 4 && MGPU_OCC >= 3 ? 4 : sizeof(K) == 8 ? 2 : 0)
+  (MGPU_VALUES != 0 ? 0 : sizeof(K) == 4 && MGPU_OCC >= 3 ? 4 : sizeof(K) == 8 ? 4 : 0)
 #endif
 // A full tile's first RADIX_STAGED keys of each thread, kept while the tile is ranked.
 template <int N>
