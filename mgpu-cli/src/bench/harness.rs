@@ -477,7 +477,7 @@ pub(crate) fn print_row(r: &Row) {
         r.bytes / r.ms / 1e6,
         r.memcpy_ms,
         r.memcpy_ms / r.ms,
-        tuning_label(&r.variant, &r.ty),
+        tuning_label(&r.variant, &r.ty, r.log2),
     ));
 }
 
@@ -502,7 +502,7 @@ impl Row {
                 Some(l) => vec![("limit_ms", Some(l)), ("vs_limit", Some(l / self.ms))],
                 None => Vec::new(),
             },
-            tuning: tuning_label(&self.variant, &self.ty),
+            tuning: tuning_label(&self.variant, &self.ty, self.log2),
         }
     }
 }
@@ -530,17 +530,20 @@ pub(crate) fn write_csv(path: &str, rows: &[Row]) -> Result<(), String> {
             peer("cub"),
             peer("radix"),
             r.limit_ms.map(|v| v.to_string()).unwrap_or_default(),
-            tuning_label(&r.variant, &r.ty)
+            tuning_label(&r.variant, &r.ty, r.log2)
         );
     }
     std::fs::write(path, s).map_err(|e| format!("writing {path}: {e}"))
 }
 
 static ARCH: OnceLock<u32> = OnceLock::new();
+static SMS: OnceLock<u64> = OnceLock::new();
 
-/// The architecture whose tunings `tuning_label` names (the bench's device; 90 on the CPU).
-pub(crate) fn set_arch(arch: u32) {
+/// The architecture whose tunings `tuning_label` names (the bench's device; 90 on the CPU) and
+/// its SMs (132 on the CPU: an H100's), which a radix sort's passes fit their tiles to.
+pub(crate) fn set_device(arch: u32, sms: u64) {
     let _ = ARCH.set(arch);
+    let _ = SMS.set(sms);
 }
 
 /// Bytes of an element type of `--types`.
@@ -587,9 +590,9 @@ fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
     })
 }
 
-/// `NTxVTxOCC` of the tuning a bench row ran with (as the library chooses it for the row's
-/// family and element size), or `-`.
-pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
+/// `NTxVTxOCC` of the tuning a bench row of 2^`log2` items ran with (as the library chooses it
+/// for the row's family, element size and, for the radix passes, the input's size), or `-`.
+pub(crate) fn tuning_label(variant: &str, ty: &str, log2: u32) -> String {
     let arch = ARCH.get().copied().unwrap_or(90);
     if variant.ends_with("/preprocessed") {
         return "-".into(); // two families' kernels
@@ -623,6 +626,10 @@ pub(crate) fn tuning_label(variant: &str, ty: &str) -> String {
     }
     if family == Family::Scan && variant.starts_with("scan-sq") && !variant.contains("sqmat") {
         t = mgpu::cuda::scan::computed_input_tuning(t);
+    }
+    let n = 1u64 << log2;
+    if matches!(family, Family::RadixKeys | Family::RadixPairs) && n > t.nv() as u64 {
+        t = mgpu::cuda::radix::pass_tuning(&t, SMS.get().copied().unwrap_or(132), n);
     }
     label(&t)
 }

@@ -306,7 +306,10 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     // A tuning file that cannot be used fails here, with its name, rather than in the first call.
     let (source, _) = mgpu::tuning::check().map_err(|e| e.to_string())?;
     let ctx = Context::new().map_err(|e| e.to_string())?;
-    harness::set_arch(ctx.arch().unwrap_or(90));
+    harness::set_device(
+        ctx.arch().unwrap_or(90),
+        ctx.device_info().map_or(132, |d| d.sm_count as u64),
+    );
     if !ctx.is_gpu() {
         output::note("warning: no GPU; timing the CPU backend (wall clock), no peer");
     }

@@ -406,7 +406,7 @@ fn print_line(l: &Line) {
         opt(peer_ratio, 7, 3),
         opt(l.extra_ms, 9, 4),
         opt(l.plan_ms, 9, 4),
-        tuning_label(&l.variant, &l.ty),
+        tuning_label(&l.variant, &l.ty, l.log2),
     ));
 }
 
@@ -429,7 +429,7 @@ impl Line {
                 ("extra_ms", self.extra_ms),
                 ("plan_ms", self.plan_ms),
             ],
-            tuning: tuning_label(&self.variant, &self.ty),
+            tuning: tuning_label(&self.variant, &self.ty, self.log2),
         }
     }
 }
