@@ -330,7 +330,7 @@ const TABLE: &[Entry] = &[
     // 0.192 | 1.830 | 28.53; 512x10x1 0.186 | 1.866 | 29.13.
     // With the tile's bytes counted at the pair's own size (2026-11-27, u64 keys, u32 values, ms
     // at 2^24 | 2^28, two runs): 512x16x1 1.622 | 24.18 (96 KiB); 384x16x1 1.686 | 25.25;
-    // 384x21x1 1.791 | 26.12; 448x18x1 1.789 | 26.30. 16-byte pairs shrink it to 512x11x1.
+    // 384x21x1 1.791 | 26.12; 448x18x1 1.789 | 26.30. 16-byte pairs shrink it to 512x12x1.
     // 4-byte keys' pairs past 96 KiB, at 1 CTA per SM, were slower (ms at 2^24 | 2^28, i32):
     // 512x26x1 0.679 | 9.18, 512x28x1 0.679 | 9.06, against 512x24x1's 0.627 | 8.50.
     e(Family::RadixPairs, 90, 16, 512, 16, 1),
@@ -525,7 +525,8 @@ const TABLE: &[Entry] = &[
 
 /// The tuning for a family on an architecture (`major * 10 + minor`, e.g. 90) and element size:
 /// a `MGPU_TUNING` file entry if one matches, else the table with inheritance from older
-/// architectures. Too-large tiles for big elements are shrunk (VT lowered, kept odd) to fit.
+/// architectures. Too-large tiles for big elements are shrunk (VT lowered, kept odd where the
+/// family's tiles are transposed through shared memory by strides of VT) to fit.
 pub fn lookup(family: Family, arch: u32, elem_size: usize) -> Result<Tuning> {
     let file = file_entries()?;
     let from_file = best_entry(file.iter(), family, arch, elem_size);
@@ -533,8 +534,15 @@ pub fn lookup(family: Family, arch: u32, elem_size: usize) -> Result<Tuning> {
         best_entry(TABLE.iter(), family, arch, elem_size).unwrap_or(Tuning::new(128, 7, 4));
     let mut t = from_file.unwrap_or(from_table);
     let max = family.max_tile_bytes();
+    // The radix tiles are striped per warp: any VT is free of bank conflicts, so 16-byte pairs
+    // under the 12-byte class's 512x16 keep 512x12 (6144 pairs, 96 KiB), not 512x11.
+    let odd = !matches!(family, Family::RadixKeys | Family::RadixPairs);
     while t.vt > 1 && t.nv() * elem_size > max {
-        t.vt = if t.vt > 2 { (t.vt - 2) | 1 } else { 1 };
+        t.vt = match t.vt {
+            vt if !odd => vt - 1,
+            vt if vt > 2 => (vt - 2) | 1,
+            _ => 1,
+        };
     }
     while t.nt > 32 && t.nv() * elem_size > max {
         t.nt /= 2;
@@ -803,6 +811,11 @@ mod tests {
         let t = lookup(Family::Scan, 90, 64).unwrap();
         assert!(t.nv() * 64 <= MAX_TILE_BYTES);
         assert_eq!(t.vt % 2, 1);
+        // Radix tiles shrink by one key a thread: the most that fits in 96 KiB.
+        let pairs = |size| lookup(Family::RadixPairs, 90, size).unwrap();
+        assert_eq!(pairs(12), Tuning::new(512, 16, 1));
+        assert_eq!(pairs(16), Tuning::new(512, 12, 1));
+        assert_eq!(pairs(16).nv() * 16, MAX_RADIX_TILE_BYTES);
     }
 
     #[test]

@@ -772,6 +772,38 @@ per_type!(views: views_u8: u8, views_i16: i16, views_u32: u32, views_f64: f64);
 
 /// Bad bit ranges and widths, the radix sort with a comparator it cannot take, and mismatched
 /// lengths: errors of bad input that write nothing; the context works afterwards.
+/// Pairs of 16 bytes (8-byte keys and values) run a tile of their own (the 12-byte class's, shrunk
+/// to fit), and of 2/3 of it where the input is a wave or two of tiles: sizes around both.
+#[test]
+fn pairs_of_wide_keys_and_values() {
+    let mut r = rng();
+    for ctx in backends() {
+        let np = tile(&ctx, Family::RadixPairs, 16);
+        let fitted = np * 2 / 3;
+        let mut sizes = vec![0, 1, 1000, np - 1, np, np + 1, 2 * fitted + 3, 5 * np + 9];
+        if ctx.is_gpu() {
+            sizes.extend([(1 << 20) + 3, (1 << 21) + 1]);
+        }
+        for n in dedup(sizes) {
+            let what = format!("{ctx:?} n={n}");
+            // Few distinct keys: stability shows in the values.
+            let keys: Vec<u64> = (0..n).map(|_| (r.random::<u64>() % 5000) << 20).collect();
+            let values: Vec<u64> = (0..n).map(|_| r.random()).collect();
+            for key in [RadixKey::<u64>::ascending(), RadixKey::descending()] {
+                let expect = sorted_by_bits(&keys, |k| key.ordered_bits(k));
+                let order: Vec<u64> = expect.1.iter().map(|&i| values[i as usize]).collect();
+                check_pairs(&ctx, &keys, &values, &key, &expect.0, &order, &what);
+            }
+            let keys: Vec<f64> = (0..n).map(|_| r.random_range(-1e3..1e3)).collect();
+            let values: Vec<i64> = (0..n).map(|i| -(i as i64)).collect();
+            let key = RadixKey::<f64>::ascending();
+            let expect = sorted_by_bits(&keys, |k| key.ordered_bits(k));
+            let order: Vec<i64> = expect.1.iter().map(|&i| values[i as usize]).collect();
+            check_pairs(&ctx, &keys, &values, &key, &expect.0, &order, &what);
+        }
+    }
+}
+
 #[test]
 fn radix_sort_rejects_bad_arguments_and_writes_nothing() {
     for ctx in backends() {
