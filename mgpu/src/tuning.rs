@@ -322,6 +322,8 @@ const TABLE: &[Entry] = &[
     // u32 values, one run): 512x24x1 0.652 | 9.233, 0.666 | 9.314 (a tile of 96 KiB);
     // 512x23x1 0.658 | 9.380; 512x22x1 0.661 | 9.426; 512x20x1 0.674 | 9.780, 0.683 | 9.702.
     // 384x24x1 9.772 and 640x16x1 9.893, 768x12x1 10.283, 448x20x1 10.589 at 2^28 (i32).
+    // Past 96 KiB (the limit raised for the test, 2026-11-27), slower (ms at 2^24 | 2^28, i32):
+    // 512x26x1 0.679 | 9.18, 512x28x1 0.679 | 9.06, against 512x24x1's 0.627 | 8.50.
     e(Family::RadixPairs, 90, 8, 512, 24, 1),
     // Pairs of 8-byte keys and u32 values (u64, i64; ms at 2^24 | 2^28): 512x10x1 1.855 | 28.83
     // (256x14x2 1.879 | 30.21, 384x12x1 1.897 | 29.67, 384x5x3 2.319 | 38.23).
@@ -331,8 +333,6 @@ const TABLE: &[Entry] = &[
     // With the tile's bytes counted at the pair's own size (2026-11-27, u64 keys, u32 values, ms
     // at 2^24 | 2^28, two runs): 512x16x1 1.622 | 24.18 (96 KiB); 384x16x1 1.686 | 25.25;
     // 384x21x1 1.791 | 26.12; 448x18x1 1.789 | 26.30. 16-byte pairs shrink it to 512x12x1.
-    // 4-byte keys' pairs past 96 KiB, at 1 CTA per SM, were slower (ms at 2^24 | 2^28, i32):
-    // 512x26x1 0.679 | 9.18, 512x28x1 0.679 | 9.06, against 512x24x1's 0.627 | 8.50.
     e(Family::RadixPairs, 90, 16, 512, 16, 1),
     // Segments: the tile bounds the segments a CTA sorts alone (5376 keys at 384x14, 5120 pairs
     // at 320x16), at 2 CTAs per SM. Spills with NVRTC 13.0 (13.5 spills less): u64 keys from
