@@ -770,8 +770,6 @@ fn views<K: Key>() {
 
 per_type!(views: views_u8: u8, views_i16: i16, views_u32: u32, views_f64: f64);
 
-/// Bad bit ranges and widths, the radix sort with a comparator it cannot take, and mismatched
-/// lengths: errors of bad input that write nothing; the context works afterwards.
 /// Pairs of 16 bytes (8-byte keys and values) run a tile of their own (the 12-byte class's, shrunk
 /// to fit), and of 2/3 of it where the input is a wave or two of tiles: sizes around both.
 #[test]
@@ -804,6 +802,8 @@ fn pairs_of_wide_keys_and_values() {
     }
 }
 
+/// Bad bit ranges and widths, the radix sort with a comparator it cannot take, and mismatched
+/// lengths: errors of bad input that write nothing; the context works afterwards.
 #[test]
 fn radix_sort_rejects_bad_arguments_and_writes_nothing() {
     for ctx in backends() {
