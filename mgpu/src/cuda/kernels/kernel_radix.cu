@@ -221,13 +221,33 @@ __device__ __forceinline__ int striped(int i) {
 // host sizes it: the keys' bytes rounded up to 16, then the values'): a pass scatters both in one
 // loop, with no digit per item kept in registers for the values.
 #define TILE_KEY_BYTES ((MGPU_NV * sizeof(K) + 15) / 16 * 16)
+// Pairs of 4-byte keys and values are placed and read back as one 8-byte word each (the key in
+// its low half), in the same bytes: a pair's scattered store to shared memory is one 64-bit
+// store, whose two half-warps meet fewer bank conflicts than two 32-bit stores (sorts of 2^24
+// pairs 0.5-1.3% faster on the H100).
+#define RADIX_PACK_PAIRS (MGPU_VALUES != 0 && sizeof(K) == 4 && sizeof(V) == 4)
 struct TileItems {
   K* keys;
   V* values;
+  u64* pairs;  // RADIX_PACK_PAIRS: the tile's pairs, over keys and values
   __device__ __forceinline__ explicit TileItems(char* shared)
       : keys(reinterpret_cast<K*>(shared)),
-        values(reinterpret_cast<V*>(shared + TILE_KEY_BYTES)) {}
+        values(reinterpret_cast<V*>(shared + TILE_KEY_BYTES)),
+        pairs(reinterpret_cast<u64*>(shared)) {}
 };
+
+// A key and value of 4 bytes each as one word, and back.
+__device__ __forceinline__ u64 pack_pair(const K& k, const V& v) {
+  unsigned lo = 0, hi = 0;
+  memcpy(&lo, &k, sizeof(K) < 4 ? sizeof(K) : 4);
+  memcpy(&hi, &v, sizeof(V) < 4 ? sizeof(V) : 4);
+  return (u64)hi << 32 | lo;
+}
+__device__ __forceinline__ void unpack_pair(u64 w, K& k, V& v) {
+  unsigned lo = (unsigned)w, hi = (unsigned)(w >> 32);
+  memcpy(&k, &lo, sizeof(K) < 4 ? sizeof(K) : 4);
+  memcpy(&v, &hi, sizeof(V) < 4 ? sizeof(V) : 4);
+}
 
 // The ranked items (keys or values) to their places in the tile sorted by digit, in shared memory;
 // those past the input's end (not loaded) to the places after the input's, which nothing reads.
@@ -448,11 +468,19 @@ __device__ __forceinline__ void scatter_tile(const TileItems& items, K* const* k
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i) {
     unsigned j = i * MGPU_NT + threadIdx.x;
-    K k = items.keys[j];
+    K k;
+    V v;
+    if (RADIX_PACK_PAIRS)
+      unpack_pair(items.pairs[j], k, v);
+    else
+      k = items.keys[j];
     K* to = key_out[digit_of(k, shift, mask, flip)] + j;
     bool store = FULL || j < (unsigned)n;
     store_global_if(store, to, k);
-    if (MGPU_VALUES) store_global_if(store, values_out + (to - keys_out), items.values[j]);
+    if (MGPU_VALUES) {
+      if (!RADIX_PACK_PAIRS) v = items.values[j];
+      store_global_if(store, values_out + (to - keys_out), v);
+    }
   }
 }
 
@@ -547,13 +575,20 @@ __device__ __forceinline__ void pass_tile(const K* keys_in, const V* values_in, 
     for (int i = 0; i < MGPU_VT; ++i) key[i] = items.keys[striped(i)];
     __syncthreads();  // every key read back before any is placed
   }
-  // Values are read once the keys are ranked and placed: the keys, the places and the values
-  // are never all in registers at once.
-  place_ranked(items.keys, key, item);
-  if (MGPU_VALUES) {
+  // Values are read once the keys are ranked: the keys, the places and the values are in
+  // registers at once only where they are placed together (4-byte pairs, one CTA per SM).
+  if (RADIX_PACK_PAIRS) {
     V value[MGPU_VT];
     load_values(values_in, base, index_base, n, value);
-    place_ranked(items.values, value, item);
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i) items.pairs[item[i]] = pack_pair(key[i], value[i]);
+  } else {
+    place_ranked(items.keys, key, item);
+    if (MGPU_VALUES) {
+      V value[MGPU_VT];
+      load_values(values_in, base, index_base, n, value);
+      place_ranked(items.values, value, item);
+    }
   }
   // The look-back waits last: by now the tiles before have most likely published their P.
   if (tid < RADIX_BINS) {
