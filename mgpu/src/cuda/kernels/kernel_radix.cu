@@ -582,7 +582,7 @@ __device__ __forceinline__ void pass_tile(const K* keys_in, const V* values_in, 
     __syncthreads();  // every key read back before any is placed
   }
   // Values are read once the keys are ranked: the keys, the places and the values are in
-  // registers at once only where they are placed together (4-byte pairs, one CTA per SM).
+  // registers at once only where they are placed together (RADIX_PACK_PAIRS).
   if (RADIX_PACK_PAIRS) {
     V value[MGPU_VT];
     load_values(values_in, base, index_base, n, value);
