@@ -190,6 +190,8 @@ pub unsafe trait KernelArgs {
     const KERNEL: &'static str;
     /// Pushes the arguments onto a launch.
     fn push<'a>(&'a self, launch: &mut cudarc::driver::LaunchArgs<'a>);
+    /// The kernel's parameter list for the driver's `cuLaunchKernelEx`: a pointer to each field.
+    fn params(&self) -> Vec<*mut std::ffi::c_void>;
 }
 
 /// Declares a kernel's argument list: a struct whose fields are the kernel's parameters in
@@ -207,6 +209,9 @@ macro_rules! kernel_args {
             fn push<'a>(&'a self, launch: &mut cudarc::driver::LaunchArgs<'a>) {
                 use cudarc::driver::PushKernelArg;
                 $( launch.arg(&self.$field); )*
+            }
+            fn params(&self) -> Vec<*mut ::std::ffi::c_void> {
+                vec![$( &self.$field as *const _ as *mut ::std::ffi::c_void ),*]
             }
         }
     };

@@ -17,7 +17,7 @@ impl Gpu {
     /// Makes this GPU's context the thread's current one: the driver's stream calls below fail
     /// (CUDA_ERROR_INVALID_VALUE) on a stream of another context than the current, which is
     /// whatever context the thread used last (another GPU's, in a process that drives several).
-    fn bind(&self) -> Result<()> {
+    pub(super) fn bind(&self) -> Result<()> {
         self.ctx
             .bind_to_thread()
             .map_err(driver("binding the context"))

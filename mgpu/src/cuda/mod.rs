@@ -448,6 +448,62 @@ impl Gpu {
         Ok(())
     }
 
+    /// [`launch`](Gpu::launch) of a kernel that may start before the kernel queued before it on
+    /// the stream ends (programmatic dependent launch, sm_90 on): its CTAs come up once the
+    /// earlier kernel's have called `grid_launch_dependents` (intrinsics.cuh), and wait in
+    /// `grid_dependency_wait` for its end and memory, which the kernel must call before it
+    /// reads or writes anything another kernel touches. That hides the gap between dependent
+    /// launches for small, latency-bound kernels (a merge sort's partitions). Not for a kernel
+    /// of less than a full wave of CTAs after a busy one: the CTAs that come up early crowd the
+    /// SMs that free first (a four-way merge pass launched so made the sort of 2^21 keys 16%
+    /// slower, BENCHMARKS.md). Before sm_90, a plain launch.
+    pub fn launch_dependent<A: KernelArgs>(
+        &self,
+        module: &LoadedModule,
+        grid: u32,
+        block: u32,
+        args: &A,
+    ) -> Result<()> {
+        if self.arch < 90 {
+            return self.launch(module, grid, block, args);
+        }
+        let (f, _) = module.function(A::KERNEL);
+        self.bind()?;
+        let mut params = args.params();
+        // SAFETY: a zeroed launch attribute is a valid value of the plain C struct; its union
+        // member is set before use.
+        let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attribute.id =
+            sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attribute.value.programmaticStreamSerializationAllowed = 1;
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: block,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut attribute,
+            numAttrs: 1,
+        };
+        // SAFETY: `params` points at each field of `args`, which is the kernel's own argument
+        // list (`KernelArgs`'s contract) and outlives the call (the driver copies the values);
+        // its pointers are live device allocations, as for `launch`. The kernels launched so
+        // wait for the earlier kernel's memory before touching any (`grid_dependency_wait`).
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &config,
+                f.cu_function(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .map_err(driver("launching a kernel"))
+    }
+
     /// Asks for the shared-memory carveout `occupancy::gather_carveout` gives `ctas` CTAs of `f`
     /// per SM, at most 164 of 228 KiB on sm_90: the rest of each SM's unified L1 / shared
     /// memory stays L1 cache, whatever the variant (a kernel with empty segments has larger

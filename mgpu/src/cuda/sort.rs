@@ -184,6 +184,9 @@ unsafe impl KernelArgs for Merge4PassArgs {
     fn push<'a>(&'a self, launch: &mut cudarc::driver::LaunchArgs<'a>) {
         self.0.push(launch);
     }
+    fn params(&self) -> Vec<*mut std::ffi::c_void> {
+        self.0.params()
+    }
 }
 
 crate::kernel_args! {
@@ -228,10 +231,11 @@ fn partition_grid(num_partitions: u64, lanes: i32) -> u32 {
     u32::try_from(grid).expect("fewer than 2^32 tile boundaries")
 }
 
-/// The merge path splits of `args.num_partitions` boundaries.
+/// The merge path splits of `args.num_partitions` boundaries: a launch of a few dependent loads'
+/// latency, which starts while the kernel before it ends (`launch_dependent`).
 fn partitions(gpu: &Gpu, module: &LoadedModule, args: &MergePartitionArgs) -> Result<()> {
     let grid = partition_grid(args.num_partitions, args.lanes);
-    gpu.launch(module, grid, PARTITION_THREADS, args)
+    gpu.launch_dependent(module, grid, PARTITION_THREADS, args)
 }
 
 /// Sorts `count` keys at `keys` (with values at `values` unless `SortValues::None`) in place.
@@ -352,7 +356,7 @@ pub(crate) fn sort<K: Element, V: Element>(
                 lanes: search_lanes(num_tiles + 1),
             };
             let grid = partition_grid(num_tiles + 1, split4.lanes);
-            gpu.launch(module, grid, PARTITION_THREADS, &split4)?;
+            gpu.launch_dependent(module, grid, PARTITION_THREADS, &split4)?;
         }
         let merge = MergePassArgs {
             keys_in: current.0,
@@ -420,5 +424,6 @@ pub(crate) fn merge<K: Element, V: Element>(
         values_out: out.1,
         partitions: splits.ptr,
     };
-    gpu.launch(&module, num_tiles as u32, tuning.nt, &args)
+    // Up early, behind a partition that holds few SMs: 2-5% faster at 2^20..2^24 (H100).
+    gpu.launch_dependent(&module, num_tiles as u32, tuning.nt, &args)
 }

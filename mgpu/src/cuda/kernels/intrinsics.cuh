@@ -116,3 +116,19 @@ __device__ __forceinline__ void cp_async_wait() {
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 }
+
+// Programmatic dependent launch (sm_90 on; Gpu::launch_dependent). A kernel launched so may start
+// while the kernel before it on the stream still runs: it waits here for that kernel's end and
+// memory before it reads or writes anything another kernel touches. A plain launch returns at once.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+// Lets the kernel queued next (if launched with Gpu::launch_dependent) bring its CTAs up now,
+// rather than when this kernel's last CTA ends.
+__device__ __forceinline__ void grid_launch_dependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}

@@ -152,6 +152,7 @@ __device__ __forceinline__ void block_sort(SortStorage& s, const K* keys_in, con
 #ifdef MGPU_WANT_mgpu_blocksort
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_blocksort(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count) {
+  grid_launch_dependents();  // the next kernel of the chain comes up early
   __shared__ SortStorage s;
   u64 base = (u64)blockIdx.x * MGPU_NV;
   block_sort(s, keys_in, values_in, keys_out, values_out, base,
@@ -181,6 +182,8 @@ __device__ __forceinline__ RunPair run_pair(u64 gid, u64 width, u64 count) {
 extern "C" __global__ void mgpu_merge_partition(const K* a_keys, u64 a_total, const K* b_keys,
                                                 u64 b_total, int standalone, u64 width,
                                                 u64 num_partitions, u64* partitions, int lanes) {
+  grid_dependency_wait();
+  grid_launch_dependents();  // the next kernel comes up early, one kernel ahead at most
   Comp comp;
   SearchTeam team(lanes);
   u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
@@ -362,6 +365,8 @@ __device__ __forceinline__ OutTile out_tile(u64 count) {
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
                     u64 width, const u64* partitions) {
+  grid_dependency_wait();
+  grid_launch_dependents();  // the next kernel comes up early, one kernel ahead at most
   __shared__ SortStorage s;
   Comp comp;
   auto [tile, out_begin, out_end] = out_tile(count);
@@ -386,6 +391,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge(const K* a_keys, const V* a_values, u64 a_count, const K* b_keys,
                const V* b_values, u64 b_count, K* keys_out, V* values_out,
                const u64* partitions) {
+  grid_dependency_wait();
+  grid_launch_dependents();  // the next kernel comes up early, one kernel ahead at most
   __shared__ SortStorage s;
   Comp comp;
   auto [tile, out_begin, out_end] = out_tile(a_count + b_count);
@@ -433,6 +440,43 @@ __device__ __forceinline__ K merged_last(const K* x, const K* y, u64 pos, u64 s,
   return comp(yk, xk) ? xk : yk;
 }
 
+// merge_path_within in merge(A, B) at `x` (answer in [s_begin, s_end]) and in merge(C, D) at `y`
+// (in [t_begin, t_end]) side by side: each step's loads for both go out together, so a probe of
+// the four-way split waits for the longer search, not for the two one after the other.
+__device__ __forceinline__ void merge_paths_within(const K* a, const K* b, u64 x, u64 s_begin,
+                                                   u64 s_end, const K* c, const K* d, u64 y,
+                                                   u64 t_begin, u64 t_end, u64& s, u64& t,
+                                                   Comp comp) {
+  while (s_begin < s_end || t_begin < t_end) {
+    bool s_on = s_begin < s_end, t_on = t_begin < t_end;
+    u64 s_mid = (s_begin + s_end) / 2, t_mid = (t_begin + t_end) / 2;
+    K ak{}, bk{}, ck{}, dk{};
+    if (s_on) {
+      ak = a[s_mid];
+      bk = b[x - 1 - s_mid];
+    }
+    if (t_on) {
+      ck = c[t_mid];
+      dk = d[y - 1 - t_mid];
+    }
+    // Take the first run's element when the second's is not strictly before it (stable).
+    if (s_on) {
+      if (!comp(bk, ak))
+        s_begin = s_mid + 1;
+      else
+        s_end = s_mid;
+    }
+    if (t_on) {
+      if (!comp(dk, ck))
+        t_begin = t_mid + 1;
+      else
+        t_end = t_mid;
+    }
+  }
+  s = s_begin;
+  t = t_begin;
+}
+
 // How many of the first `diag` outputs of the pair of runs at `start` (lengths n1, n2) come from
 // the first run, read from the two-way partitions of the same width (diag is a multiple of NV).
 __device__ __forceinline__ u64 pair_split(const u64* pairs, u64 start, u64 n1, u64 n2, u64 diag) {
@@ -470,6 +514,8 @@ __device__ __forceinline__ void bisect_team(const SearchTeam& team, bool taken, 
 extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 width,
                                                  const u64* pairs, u64 num_partitions,
                                                  u64* quads, int lanes) {
+  grid_dependency_wait();
+  grid_launch_dependents();  // the next kernel comes up early, one kernel ahead at most
   Comp comp;
   SearchTeam team(lanes);
   u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
@@ -532,8 +578,8 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
   }
   // s(x) and t(y) by merge path searches within the bounds.
   auto splits = [&](u64 x, u64 y, u64& s, u64& t) {
-    s = merge_path_within(a, b, x, max(s_lo, x > nb ? x - nb : 0), min(s_hi, min(x, na)), comp);
-    t = merge_path_within(c, d, y, max(t_lo, y > nd ? y - nd : 0), min(t_hi, min(y, nc)), comp);
+    merge_paths_within(a, b, x, max(s_lo, x > nb ? x - nb : 0), min(s_hi, min(x, na)), c, d, y,
+                       max(t_lo, y > nd ? y - nd : 0), min(t_hi, min(y, nc)), s, t, comp);
   };
   u64 s = 0, t = 0;
   while (lo < hi) {
@@ -566,6 +612,8 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
                      u64 width, const u64* quads) {
+  grid_dependency_wait();
+  grid_launch_dependents();  // the next kernel comes up early, one kernel ahead at most
   __shared__ SortStorage s;
   int tid = threadIdx.x;
   u64 tile = blockIdx.x;
