@@ -214,7 +214,12 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
     if plan.is_none() {
         device::load_one_shot_modules(gpu, &geometry, &items, op, mul, &tuning)?;
     }
-    let (bad, temp) = gpu.ordered(&homes, || {
+    // A strict one-shot's host waits for the findings' read-back, queued as soon as they are
+    // final, while the GPU goes on with the work queued after it: after the validation, or
+    // where the tiles check the columns, after the tiles (the result then goes from its
+    // temporary to the output on the GPU, unless the findings name a bad index).
+    let early = (deferred || check_cols) && geometry.count > 0;
+    let (bad, queued) = gpu.ordered(&homes, || {
         let bad = if deferred {
             let offsets_only = Bounds {
                 cols: if check_cols { None } else { bounds.cols },
@@ -227,6 +232,10 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
         } else {
             None
         };
+        let mut queued = None;
+        if let (Some(found), true) = (&bad, early && !check_cols) {
+            queued = device::queue_findings(gpu, found)?;
+        }
         let owned;
         let (limits, codes, heads_everywhere) = match plan {
             Some((prepared, _)) => (
@@ -252,15 +261,23 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
             mul,
             &tuning,
         )?;
-        Ok((bad, temp))
+        if let (Some(temp), Some(found), true) = (&temp, &bad, early) {
+            queued = device::queue_findings(gpu, found)?;
+            let bytes = (segs.offsets.len() * size) as u64;
+            device::copy_checked(gpu, &geometry, &tuning, (temp.ptr, dest, bytes), found)?;
+        }
+        Ok((bad, queued))
     })?;
     if deferred || check_cols {
-        let found = device::read_validation(gpu, bad.as_ref())?;
+        let found = match queued {
+            Some(queued) => device::Findings::wait(queued)?,
+            None => device::read_validation(gpu, bad.as_ref())?,
+        };
         validation_result(gpu, name, segs, found.bad, bounds)?;
-    }
-    if let Some(temp) = temp.filter(|t| t.ptr != 0) {
-        let bytes = segs.offsets.len() * size;
-        gpu.ordered(&homes, || gpu.copy(temp.ptr, dest, bytes))?;
+        if let (Some(temp), false) = (temp.filter(|t| t.ptr != 0), early) {
+            let bytes = segs.offsets.len() * size;
+            gpu.ordered(&homes, || gpu.copy(temp.ptr, dest, bytes))?;
+        }
     }
     Ok(())
 }

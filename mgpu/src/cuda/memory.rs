@@ -175,8 +175,11 @@ impl Gpu {
         }
         self.bind()?;
         let bytes = std::mem::size_of_val(out);
-        if bytes <= Readback::BYTES {
-            let mut readback = self.readback.lock().unwrap_or_else(|e| e.into_inner());
+        // (Not while a queued read-back of this thread holds the buffer: pageable then.)
+        let mut readback = (bytes <= Readback::BYTES)
+            .then(|| self.readback_buffer())
+            .flatten();
+        if let Some(readback) = &mut readback {
             if let Some(host) = readback.host() {
                 // SAFETY: `host` is Readback::BYTES of page-locked memory that this lock guards;
                 // the source range is inside a live allocation (the callers' bounds checks); the
@@ -266,10 +269,87 @@ impl Drop for DeviceMem {
     }
 }
 
-/// A GPU stream's page-locked read-back buffer ([`Gpu::download`] of small results).
+impl Gpu {
+    /// The read-back buffer, unless another read-back holds it (a queued one of this thread:
+    /// waiting for it would never end).
+    fn readback_buffer(&self) -> Option<std::sync::MutexGuard<'_, Readback>> {
+        match self.readback.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Queues the copy of `bytes` (at most `Readback::BYTES`) at `src` (inside one live
+    /// allocation) to page-locked memory after the work queued so far, for the host to take
+    /// later ([`QueuedDownload::wait`]) while the GPU runs what is queued after it: a one-shot
+    /// call waits for its validation's findings, not for its whole work. `None` where the
+    /// buffer or its event cannot be had (then [`download`](Gpu::download) later).
+    pub(crate) fn queue_download(
+        &self,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+    ) -> Result<Option<QueuedDownload<'_>>> {
+        assert!(bytes <= Readback::BYTES);
+        let Some(mut readback) = self.readback_buffer() else {
+            return Ok(None);
+        };
+        self.bind()?;
+        let (Some(host), Some(event)) = (readback.host(), readback.event()) else {
+            return Ok(None);
+        };
+        // SAFETY: `host` is Readback::BYTES of page-locked memory that the guard (kept in the
+        // result) reserves until the copy was waited for; the source range is inside a live
+        // allocation (the caller's); the event belongs to this context.
+        unsafe {
+            sys::cuMemcpyDtoHAsync_v2(host.cast(), src, bytes, self.stream.cu_stream())
+                .result()
+                .map_err(driver("copying device to host"))?;
+            sys::cuEventRecord(event, self.stream.cu_stream())
+                .result()
+                .map_err(driver("recording an event"))?;
+        }
+        Ok(Some(QueuedDownload {
+            readback,
+            host,
+            event,
+            bytes,
+        }))
+    }
+}
+
+/// A read-back queued by [`Gpu::queue_download`].
+pub(crate) struct QueuedDownload<'g> {
+    /// Holds the buffer until the copy into it was waited for.
+    readback: std::sync::MutexGuard<'g, Readback>,
+    host: *mut u8,
+    event: sys::CUevent,
+    bytes: usize,
+}
+
+impl QueuedDownload<'_> {
+    /// Waits for the copy (not for the work queued after it) and returns its bytes as `out`.
+    pub(crate) fn wait<T: Element>(self, out: &mut [T]) -> Result<()> {
+        assert_eq!(std::mem::size_of_val(out), self.bytes);
+        // SAFETY: the event was recorded after the copy into `host` on the buffer's stream; once
+        // it completed, `host` holds `bytes` bytes, which `out` (plain elements) has room for.
+        unsafe {
+            sys::cuEventSynchronize(self.event)
+                .result()
+                .map_err(driver("waiting for a read-back"))?;
+            std::ptr::copy_nonoverlapping(self.host, out.as_mut_ptr().cast::<u8>(), self.bytes);
+        }
+        drop(self.readback);
+        Ok(())
+    }
+}
+
+/// A GPU stream's page-locked read-back buffer ([`Gpu::download`] of small results), and the
+/// event that marks a queued copy into it.
 #[derive(Default)]
 pub(crate) struct Readback {
     host: Option<std::ptr::NonNull<u8>>,
+    event: Option<sys::CUevent>,
     failed: bool,
 }
 
@@ -293,11 +373,36 @@ impl Readback {
         self.host.map(|p| p.as_ptr())
     }
 
-    /// Frees the buffer (the Gpu's stream is idle or gone: nothing copies into it).
+    /// The event of queued copies, created on first use in the bound context; `None` where it
+    /// cannot be.
+    fn event(&mut self) -> Option<sys::CUevent> {
+        if self.event.is_none() {
+            let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+            let mut event = std::ptr::null_mut();
+            // SAFETY: creates a plain event in the bound context, destroyed by `release`.
+            if unsafe { sys::cuEventCreate(&mut event, flags) }
+                .result()
+                .is_ok()
+            {
+                self.event = Some(event);
+            }
+        }
+        self.event
+    }
+
+    /// Frees the buffer and the event (the Gpu's stream is idle or gone: nothing copies into
+    /// it).
     pub(crate) fn release(self, gpu: &Gpu) {
-        if let (Some(p), true) = (self.host, gpu.bind().is_ok()) {
+        if gpu.bind().is_err() {
+            return;
+        }
+        if let Some(p) = self.host {
             // SAFETY: allocated by malloc_host in this context, freed once.
             let _ = unsafe { result::free_host(p.as_ptr().cast()) };
+        }
+        if let Some(event) = self.event {
+            // SAFETY: created by cuEventCreate in this context, destroyed once.
+            let _ = unsafe { sys::cuEventDestroy_v2(event) };
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::family::{part, Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Load, Prelude};
 use super::lookback::{self, TileStatusArgs};
-use super::memory::DeviceMem;
+use super::memory::{DeviceMem, QueuedDownload};
 use super::{ByValue, Gpu, LoadedModule};
 use crate::error::Result;
 use crate::tuning::{Family, Tuning, MAX_TILE_BYTES};
@@ -187,6 +187,7 @@ impl KernelFamily for SegReduce {
                 "mgpu_segreduce_validate_offsets",
                 "mgpu_segreduce_codes",
                 "mgpu_segreduce_headless",
+                "mgpu_segreduce_copy_checked",
             ],
         },
     ];
@@ -435,6 +436,14 @@ crate::kernel_args! {
 }
 
 crate::kernel_args! {
+    // SAFETY: mgpu_segreduce_copy_checked(const unsigned char* from, unsigned char* to,
+    // u64 bytes, const u64* bad).
+    CopyCheckedArgs = "mgpu_segreduce_copy_checked" {
+        from: CUdeviceptr, to: CUdeviceptr, bytes: u64, bad: CUdeviceptr,
+    }
+}
+
+crate::kernel_args! {
     // SAFETY: mgpu_segreduce_headless(const O* limits, u64 num_tiles, unsigned* headless).
     HeadlessArgs = "mgpu_segreduce_headless" {
         limits: CUdeviceptr, num_tiles: u64, headless: CUdeviceptr,
@@ -652,11 +661,63 @@ pub(crate) fn read_validation(gpu: &Gpu, bad: Option<&DeviceMem>) -> Result<Find
     };
     let mut out = [0u64; 5];
     gpu.download(bad.ptr, &mut out)?;
-    let [b0, b1, b2, b3, longest] = out;
-    Ok(Findings {
-        bad: [b0, b1, b2, b3].map(|i| (i != u64::MAX).then_some(i)),
-        longest: !longest,
-    })
+    Ok(Findings::from_record(out))
+}
+
+/// Queues the read-back of the findings `bad` (from [`launch_validation`], or [`findings`]
+/// filled by the tiles) after the work queued so far: the host then waits for them
+/// ([`Findings::wait`]), not for the work queued after. `None` where no buffer is free (then
+/// [`read_validation`]).
+pub(crate) fn queue_findings<'g>(
+    gpu: &'g Gpu,
+    bad: &DeviceMem,
+) -> Result<Option<QueuedDownload<'g>>> {
+    gpu.queue_download(bad.ptr, 40)
+}
+
+impl Findings {
+    /// The record `launch_validation` fills: four first bad indices (u64::MAX: none), then the
+    /// longest segment's length, complemented (the kernels take the atomicMin of it).
+    fn from_record(out: [u64; 5]) -> Findings {
+        let [b0, b1, b2, b3, longest] = out;
+        Findings {
+            bad: [b0, b1, b2, b3].map(|i| (i != u64::MAX).then_some(i)),
+            longest: !longest,
+        }
+    }
+
+    /// The findings of a queued read-back ([`queue_findings`]).
+    pub(crate) fn wait(queued: QueuedDownload<'_>) -> Result<Findings> {
+        let mut out = [0u64; 5];
+        queued.wait(&mut out)?;
+        Ok(Findings::from_record(out))
+    }
+}
+
+/// Copies `bytes` from `from` to `to` on the stream unless the findings `bad` name a bad index
+/// (a one-shot SpMV's result, once its tiles checked the columns).
+pub(crate) fn copy_checked(
+    gpu: &Arc<Gpu>,
+    geometry: &Geometry,
+    tuning: &Tuning,
+    (from, to, bytes): (CUdeviceptr, CUdeviceptr, u64),
+    bad: &DeviceMem,
+) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let module = helper_module(gpu, geometry, tuning)?;
+    let block = 256u32;
+    let grid = bytes
+        .div_ceil(16 * block as u64)
+        .min(gpu.sm_count as u64 * 8) as u32;
+    let args = CopyCheckedArgs {
+        from,
+        to,
+        bytes,
+        bad: bad.ptr,
+    };
+    gpu.launch(&module, grid, block, &args)
 }
 
 /// The tile limits of the geometry for tiles of `tuning.nv()` positions (num_tiles + 1 offsets

@@ -718,6 +718,29 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 }
 #endif
 
+#ifdef MGPU_WANT_mgpu_segreduce_copy_checked
+// Copies `bytes` from `from` to `to` unless the findings `bad` name a bad index: a one-shot SpMV's
+// result, kept aside until its tiles had checked every column. Queued before the host reads the
+// findings, so the call does not wait for a copy launched after them. 16-byte words where both
+// ends and the length allow, else 4-byte words or bytes; grid-stride.
+extern "C" __global__ void mgpu_segreduce_copy_checked(const unsigned char* from,
+                                                       unsigned char* to, u64 bytes,
+                                                       const u64* bad) {
+  if ((bad[0] & bad[1] & bad[2] & bad[3]) != ~0ull) return;  // a bad index: write nothing
+  u64 stride = (u64)gridDim.x * blockDim.x, i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  u64 align = (u64)from | (u64)to | bytes;
+  if (align % 16 == 0) {
+    for (; i < bytes / 16; i += stride)
+      reinterpret_cast<uint4*>(to)[i] = reinterpret_cast<const uint4*>(from)[i];
+  } else if (align % 4 == 0) {
+    for (; i < bytes / 4; i += stride)
+      reinterpret_cast<unsigned*>(to)[i] = reinterpret_cast<const unsigned*>(from)[i];
+  } else {
+    for (; i < bytes; i += stride) to[i] = from[i];
+  }
+}
+#endif
+
 #ifdef MGPU_WANT_mgpu_segreduce_headless
 // Sets *headless when a tile before the last holds no segment start (limits[t + 1] ==
 // limits[t]): a plan without one completes its tiles with mgpu_segreduce_fixup.
