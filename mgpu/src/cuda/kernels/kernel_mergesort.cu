@@ -365,8 +365,6 @@ __device__ __forceinline__ OutTile out_tile(u64 count) {
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
                     u64 width, const u64* partitions) {
-  grid_dependency_wait();
-  grid_launch_dependents();  // the next kernel comes up early, one kernel ahead at most
   __shared__ SortStorage s;
   Comp comp;
   auto [tile, out_begin, out_end] = out_tile(count);
@@ -612,8 +610,6 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
                      u64 width, const u64* quads) {
-  grid_dependency_wait();
-  grid_launch_dependents();  // the next kernel comes up early, one kernel ahead at most
   __shared__ SortStorage s;
   int tid = threadIdx.x;
   u64 tile = blockIdx.x;
