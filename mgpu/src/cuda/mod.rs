@@ -454,10 +454,10 @@ impl Gpu {
     /// `grid_dependency_wait` for its end and memory, which the kernel must call before it
     /// reads or writes anything another kernel touches. That hides the gap between dependent
     /// launches for small, latency-bound kernels (a merge sort's partitions). Not for a kernel
-    /// of less than a full wave of CTAs after a busy one: the CTAs that come up early crowd the
-    /// SMs that free first (a four-way merge pass launched so made the sort of 2^21 keys 16%
-    /// slower); and a kernel of many waves should not call `grid_launch_dependents`: the next
-    /// kernel's CTAs then sit in its tail (the merge sort of 2^28 keys 2.5% slower,
+    /// of less than a full wave of CTAs after a busy one, whose CTAs coming up early likely crowd
+    /// the SMs that free first (a four-way merge pass launched so made the sort of 2^21 keys 16%
+    /// slower); and a kernel of many waves should not call `grid_launch_dependents`, which
+    /// brings the next kernel's CTAs into its tail (the merge sort of 2^28 keys 2.5% slower,
     /// BENCHMARKS.md). Before sm_90, a plain launch.
     pub fn launch_dependent<A: KernelArgs>(
         &self,
