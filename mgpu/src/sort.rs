@@ -14,12 +14,12 @@ use std::sync::Arc;
 fn sort_tuning(
     ctx: &Context,
     mode: SortValues,
-    key: usize,
-    value: usize,
+    (key, value): (usize, usize),
+    items: Option<usize>,
     over: Option<Tuning>,
 ) -> Result<Tuning> {
     let (family, size) = cuda::sort::tuning_family(mode, key, value);
-    tuning::resolve(family, ctx.arch(), size, over)
+    tuning::resolve_for(family, ctx.arch(), size, items.map(|n| n as u64), over)
 }
 
 /// A view's stream and device address (GPU backend, validated).
@@ -87,7 +87,8 @@ impl Context {
         tuning: Option<Tuning>,
     ) -> Result<()> {
         let mut keys = output(self, keys, "the keys")?;
-        let t = sort_tuning(self, SortValues::None, std::mem::size_of::<K>(), 0, tuning)?;
+        let (k, n) = (std::mem::size_of::<K>(), Some(keys.len()));
+        let t = sort_tuning(self, SortValues::None, (k, 0), n, tuning)?;
         match &self.backend {
             Backend::Cpu => {
                 cpu::sort(keys.host_mut().expect("validated"), comparator);
@@ -159,13 +160,8 @@ impl Context {
                 "keys",
             ));
         }
-        let t = sort_tuning(
-            self,
-            SortValues::Pairs,
-            std::mem::size_of::<K>(),
-            std::mem::size_of::<V>(),
-            tuning,
-        )?;
+        let sizes = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
+        let t = sort_tuning(self, SortValues::Pairs, sizes, Some(keys.len()), tuning)?;
         match &self.backend {
             Backend::Cpu => {
                 let k = keys.host_mut().expect("validated");
@@ -218,7 +214,8 @@ impl Context {
         let mut keys = output(self, keys, "the keys")?;
         let mut indices = output(self, indices, "the indices")?;
         check_indices("sort_indices", keys.len(), indices.len())?;
-        let t = sort_tuning(self, SortValues::Indices, std::mem::size_of::<K>(), 4, None)?;
+        let (k, n) = (std::mem::size_of::<K>(), Some(keys.len()));
+        let t = sort_tuning(self, SortValues::Indices, (k, 4), n, None)?;
         match &self.backend {
             Backend::Cpu => {
                 let v = indices.host_mut().expect("validated");
@@ -271,7 +268,13 @@ impl Context {
                 "A and B together",
             ));
         }
-        let t = sort_tuning(self, SortValues::None, std::mem::size_of::<K>(), 0, None)?;
+        let t = sort_tuning(
+            self,
+            SortValues::None,
+            (std::mem::size_of::<K>(), 0),
+            None,
+            None,
+        )?;
         match &self.backend {
             Backend::Cpu => {
                 let (x, y) = (
@@ -349,13 +352,8 @@ impl Context {
                 ));
             }
         }
-        let t = sort_tuning(
-            self,
-            SortValues::Pairs,
-            std::mem::size_of::<K>(),
-            std::mem::size_of::<V>(),
-            None,
-        )?;
+        let sizes = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
+        let t = sort_tuning(self, SortValues::Pairs, sizes, None, None)?;
         match &self.backend {
             Backend::Cpu => {
                 let (ak, bk) = (a_keys.at.host(), b_keys.at.host());

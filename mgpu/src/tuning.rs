@@ -3,7 +3,9 @@
 //! A [`Tuning`] is NT (threads per CTA), VT (values per thread; a tile is NT x VT), OCC (the minimum
 //! CTAs per SM passed to `__launch_bounds__`) and, for the look-back scan, the back-off delay.
 //! The table below is data: an architecture with no entry inherits the nearest older one, a tuning
-//! file overrides entries, and every primitive takes a per-call override.
+//! file overrides entries, and every primitive takes a per-call override. A few entries hold for
+//! small inputs only (the merge sort's bands, [`lookup_for`]); a tuning file's entry holds at
+//! every size.
 //!
 //! # Tuning files
 //!
@@ -523,6 +525,95 @@ const TABLE: &[Entry] = &[
     e(Family::ReduceByKey, 90, 8, 256, 15, 5),
 ];
 
+/// A table entry for inputs of at most `max_items` items: where the merge sort's input is a few
+/// tiles per SM, its time is a chain of latency-bound launches, and the tile that shortens the
+/// chain most is not the one that streams large inputs fastest.
+struct Band {
+    family: Family,
+    arch: u32,
+    size_class: u32,
+    max_items: u64,
+    tuning: Tuning,
+}
+
+// The bands, smallest first. sm_90, H100 SXM, 2026-11-27, `mgpu bench sort --rows sort-keys
+// --types i32,f32 --sizes 20..24 --no-peer` with MGPU_TUNING, ms at 2^20 | 2^21 | 2^22 | 2^23 |
+// 2^24, i32 (f32), the four-way passes searching their own splits where a wave holds every tile:
+//   256x23x6 0.108 (0.121) | 0.136 (0.156) | 0.224 (0.262) | 0.415 (0.483) | 0.765 (0.897)
+//   512x17x3 0.093 (0.102) | 0.135 (0.155) | 0.216 (0.253) | 0.411 (0.491) | 0.787 (0.937)
+//   512x21x3 0.098 (0.110) | 0.146 (0.169) | 0.203 (0.241) | 0.383 (0.459) | 0.754 (0.902)
+//   256x17x6 0.097 (0.107) | 0.142 (0.162) | 0.220 (0.261) | 0.422 (0.494)
+// and at 2^26 | 2^28: 256x23x6 2.78 (3.32) | 11.25 (13.58), 512x21x3 2.86 (3.48) | 11.24
+// (13.89). 512x17x3 up to 132 of its tiles (one wave of the searching pass on 132 SMs), the
+// table's 256x23x6 up to 396 (its wave), 512x21x3 up to 2^24 keys, the table above.
+const BANDS: &[Band] = &[
+    band(
+        Family::SortKeys,
+        90,
+        4,
+        132 * 512 * 17,
+        Tuning::new(512, 17, 3),
+    ),
+    band(
+        Family::SortKeys,
+        90,
+        4,
+        396 * 256 * 23,
+        Tuning::new(256, 23, 6),
+    ),
+    band(Family::SortKeys, 90, 4, 1 << 24, Tuning::new(512, 21, 3)),
+];
+
+const fn band(family: Family, arch: u32, size_class: u32, max_items: u64, t: Tuning) -> Band {
+    Band {
+        family,
+        arch,
+        size_class,
+        max_items,
+        tuning: t,
+    }
+}
+
+/// The tunings of `family` that apply to some input sizes only on `arch` (for elements of
+/// `elem_size` bytes): what [`lookup_for`] may pick besides [`lookup`]'s entry.
+pub fn bands(family: Family, arch: u32, elem_size: usize) -> Vec<Tuning> {
+    if file_entries().is_ok_and(|f| best_entry(f.iter(), family, arch, elem_size).is_some()) {
+        return Vec::new();
+    }
+    band_entries(family, arch, elem_size)
+        .map(|b| b.tuning)
+        .collect()
+}
+
+/// The bands of the newest architecture at or below `arch` that has any for the family and
+/// `elem_size`'s most specific size class.
+fn band_entries(
+    family: Family,
+    arch: u32,
+    elem_size: usize,
+) -> impl Iterator<Item = &'static Band> {
+    let class = size_class(elem_size);
+    let matching = move |b: &&Band| b.family == family && b.size_class == class && b.arch <= arch;
+    let newest = BANDS.iter().filter(matching).map(|b| b.arch).max();
+    BANDS
+        .iter()
+        .filter(move |b| matching(b) && Some(b.arch) == newest)
+}
+
+/// [`lookup`]'s tuning for an input of `items` items: a tuning file's entry if one matches (it
+/// holds at every size), else the table's band for that size where the family has bands, else
+/// the table's entry.
+pub fn lookup_for(family: Family, arch: u32, elem_size: usize, items: u64) -> Result<Tuning> {
+    let file = file_entries()?;
+    if best_entry(file.iter(), family, arch, elem_size).is_none() {
+        if let Some(b) = band_entries(family, arch, elem_size).find(|b| items <= b.max_items) {
+            b.tuning.validate_for(family, elem_size)?;
+            return Ok(b.tuning);
+        }
+    }
+    lookup(family, arch, elem_size)
+}
+
 /// The tuning for a family on an architecture (`major * 10 + minor`, e.g. 90) and element size:
 /// a `MGPU_TUNING` file entry if one matches, else the table with inheritance from older
 /// architectures. Too-large tiles for big elements are shrunk (VT lowered, kept odd where the
@@ -565,12 +656,26 @@ pub fn resolve(
     tile_elem_size: usize,
     over: Option<Tuning>,
 ) -> Result<Tuning> {
-    match over {
-        Some(t) => {
+    resolve_for(family, arch, tile_elem_size, None, over)
+}
+
+/// [`resolve`] for a call on `items` items where that is known: the table's band for that size
+/// ([`lookup_for`]) unless the caller overrides.
+pub fn resolve_for(
+    family: Family,
+    arch: Option<u32>,
+    tile_elem_size: usize,
+    items: Option<u64>,
+    over: Option<Tuning>,
+) -> Result<Tuning> {
+    let arch = arch.unwrap_or(90);
+    match (over, items) {
+        (Some(t), _) => {
             t.validate_for(family, tile_elem_size)?;
             Ok(t)
         }
-        None => lookup(family, arch.unwrap_or(90), tile_elem_size),
+        (None, Some(n)) => lookup_for(family, arch, tile_elem_size, n),
+        (None, None) => lookup(family, arch, tile_elem_size),
     }
 }
 
@@ -782,6 +887,29 @@ mod tests {
             lookup(Family::Reduce, 90, 4).unwrap(),
             lookup(Family::Reduce, 70, 4).unwrap()
         );
+    }
+
+    #[test]
+    fn small_sorts_take_their_band() {
+        if file_entries().is_ok_and(|f| !f.is_empty()) {
+            return; // a tuning file holds at every size
+        }
+        let keys = |elem, n| lookup_for(Family::SortKeys, 90, elem, n).unwrap();
+        let table = lookup(Family::SortKeys, 90, 4).unwrap();
+        assert_eq!(keys(4, 1 << 20), Tuning::new(512, 17, 3));
+        assert_eq!(keys(4, 1 << 21), table);
+        assert_eq!(keys(4, 1 << 22), Tuning::new(512, 21, 3));
+        assert_eq!(keys(4, 1 << 24), Tuning::new(512, 21, 3));
+        assert_eq!(keys(4, (1 << 24) + 1), table);
+        // Other size classes, older parts and other families have no bands.
+        assert_eq!(keys(8, 1 << 20), lookup(Family::SortKeys, 90, 8).unwrap());
+        assert_eq!(keys(2, 1 << 20), lookup(Family::SortKeys, 90, 2).unwrap());
+        let old = lookup_for(Family::SortKeys, 80, 4, 1 << 20).unwrap();
+        assert_eq!(old, lookup(Family::SortKeys, 80, 4).unwrap());
+        let pairs = lookup_for(Family::SortPairs, 90, 8, 1 << 20).unwrap();
+        assert_eq!(pairs, lookup(Family::SortPairs, 90, 8).unwrap());
+        assert_eq!(bands(Family::SortKeys, 90, 4).len(), 3);
+        assert!(bands(Family::SortPairs, 90, 8).is_empty());
     }
 
     #[test]

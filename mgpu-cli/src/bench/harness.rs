@@ -615,7 +615,14 @@ pub(crate) fn tuning_label(variant: &str, ty: &str, log2: u32) -> String {
     let Some((family, size)) = family_of(variant, ty) else {
         return "-".into();
     };
-    let Ok(mut t) = tuning::lookup(family, arch, size) else {
+    let n = 1u64 << log2;
+    // The merge sort's tuning may depend on its size (tuning::lookup_for); a merge's does not.
+    let sort = variant.starts_with("sort-");
+    let t = match sort {
+        true => tuning::lookup_for(family, arch, size, n),
+        false => tuning::lookup(family, arch, size),
+    };
+    let Ok(mut t) = t else {
         return "-".into();
     };
     if matches!(
@@ -627,7 +634,6 @@ pub(crate) fn tuning_label(variant: &str, ty: &str, log2: u32) -> String {
     if family == Family::Scan && variant.starts_with("scan-sq") && !variant.contains("sqmat") {
         t = mgpu::cuda::scan::computed_input_tuning(t);
     }
-    let n = 1u64 << log2;
     if matches!(family, Family::RadixKeys | Family::RadixPairs) && n > t.nv() as u64 {
         t = mgpu::cuda::radix::pass_tuning(&t, SMS.get().copied().unwrap_or(132), n);
     }

@@ -174,13 +174,14 @@ __device__ __forceinline__ RunPair run_pair(u64 gid, u64 width, u64 count) {
   return r;
 }
 
-// partitions[i] = where A stands at output i * NV, for i in 0..=num_tiles, found by the i-th team
-// of `lanes` lanes (SearchTeam). A merge pass (standalone == 0): the absolute index of the
-// first A element not yet output, runs of `width` in a_keys. A standalone merge of a_keys and
-// b_keys: the count of A elements before output i * NV.
+// partitions[i] = where A stands at output i * step, for i in 0..num_partitions, found by the
+// i-th team of `lanes` lanes (SearchTeam). A merge pass (standalone == 0): the absolute index of
+// the first A element not yet output, runs of `width` in a_keys; `step` divides NV (a four-way
+// pass's splits may be finer than its tiles). A standalone merge of a_keys and b_keys (step NV):
+// the count of A elements before output i * NV.
 #ifdef MGPU_WANT_mgpu_merge_partition
 extern "C" __global__ void mgpu_merge_partition(const K* a_keys, u64 a_total, const K* b_keys,
-                                                u64 b_total, int standalone, u64 width,
+                                                u64 b_total, int standalone, u64 width, u64 step,
                                                 u64 num_partitions, u64* partitions, int lanes) {
   grid_dependency_wait();
   grid_launch_dependents();  // the next kernel comes up early, one kernel ahead at most
@@ -190,11 +191,11 @@ extern "C" __global__ void mgpu_merge_partition(const K* a_keys, u64 a_total, co
   if (i >= num_partitions) return;  // the whole team
   u64 split;
   if (standalone) {
-    u64 diag = min(i * MGPU_NV, a_total + b_total);
+    u64 diag = min(i * step, a_total + b_total);
     split = team_merge_path(team, a_keys, a_total, b_keys, b_total, diag, comp);
   } else {
     u64 count = a_total;
-    u64 gid = min(i * MGPU_NV, count);
+    u64 gid = min(i * step, count);
     RunPair r = run_pair(gid, width, count);
     u64 diag = gid - r.start;
     split = r.a0 + team_merge_path(team, a_keys + r.a0, r.a1 - r.a0, a_keys + r.a1, r.b1 - r.a1,
@@ -476,9 +477,11 @@ __device__ __forceinline__ void merge_paths_within(const K* a, const K* b, u64 x
 }
 
 // How many of the first `diag` outputs of the pair of runs at `start` (lengths n1, n2) come from
-// the first run, read from the two-way partitions of the same width (diag is a multiple of NV).
-__device__ __forceinline__ u64 pair_split(const u64* pairs, u64 start, u64 n1, u64 n2, u64 diag) {
-  return diag == n1 + n2 ? n1 : pairs[(start + diag) / MGPU_NV] - start;
+// the first run, read from the two-way splits of the same width, one every `step` outputs (diag
+// is a multiple of step).
+__device__ __forceinline__ u64 pair_split(const u64* pairs, u64 step, u64 start, u64 n1, u64 n2,
+                                          u64 diag) {
+  return diag == n1 + n2 ? n1 : pairs[(start + diag) / step] - start;
 }
 
 // SearchTeam::narrow, which also moves the probes' splits (s, t): the last taken's to
@@ -500,25 +503,18 @@ __device__ __forceinline__ void bisect_team(const SearchTeam& team, bool taken, 
   }
 }
 
-// Four-way split of every output tile boundary: quads[4 i + r] = where run r stands at output
-// i * NV, found by the i-th team of `lanes` lanes (SearchTeam). `pairs` holds the two-way
-// partitions of the same width (mgpu_merge_partition), which split merge(A, B) and merge(C, D)
-// at every multiple of NV. The boundary's split x between AB = merge(A, B) and CD = merge(C, D)
-// is first found among the multiples of NV, where AB's and CD's keys come straight from `pairs`,
-// then inside that window of NV, where each probe finds its AB and CD keys with merge path
-// searches bounded by what earlier probes learned. One thread bisecting alone waits for ~13
-// probes of two searches each (60-75 us a pass under ncu at 2^20, 179 boundaries).
-#ifdef MGPU_WANT_mgpu_merge4_partition
-extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 width,
-                                                 const u64* pairs, u64 num_partitions,
-                                                 u64* quads, int lanes) {
-  grid_dependency_wait();
-  grid_launch_dependents();  // the next kernel comes up early, one kernel ahead at most
-  Comp comp;
-  SearchTeam team(lanes);
-  u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
-  if (i >= num_partitions) return;  // the whole team
-  u64 gid = min(i * MGPU_NV, count);
+// The four-way split at output `gid` (a multiple of NV) of a four-way pass over runs of `width`:
+// q[r] = where run r stands, on the team's rank 0. `pairs` holds the two-way splits of the same
+// width (mgpu_merge_partition), which split merge(A, B) and merge(C, D) at every multiple of
+// `step` (a divisor of NV). The split x between AB = merge(A, B) and CD = merge(C, D) is first
+// found among the multiples of step, where AB's and CD's keys come straight from `pairs`, then
+// inside that window of step, where each probe finds its AB and CD keys with merge path searches
+// bounded by what earlier probes learned. One thread bisecting alone waits for ~13 probes of two
+// searches each (60-75 us a pass under ncu at 2^20, 179 boundaries); a step finer than NV
+// narrows the window, and with it the inner searches.
+__device__ __forceinline__ void four_way_split(const SearchTeam& team, const K* keys, u64 count,
+                                               u64 width, u64 step, const u64* pairs, u64 gid,
+                                               u64 (&q)[4], Comp comp) {
   RunGroup g = run_group(gid, width, count);
   const K* a = keys + g.r[0];
   const K* b = keys + g.r[1];
@@ -530,19 +526,19 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
   u64 lo = k > ncd ? k - ncd : 0, hi = min(k, nab);
   // Merge path over AB and CD: x = the first position in [lo, hi) where AB's key is not taken,
   // i.e. CD[k - 1 - x] is strictly before AB[x]; hi if none.
-  // Coarse: grid points x = j * NV in [lo, hi).
-  u64 j_first = (lo + MGPU_NV - 1) / MGPU_NV, j_end = hi == 0 ? 0 : (hi - 1) / MGPU_NV + 1;
+  // Coarse: grid points x = j * step in [lo, hi).
+  u64 j_first = (lo + step - 1) / step, j_end = hi == 0 ? 0 : (hi - 1) / step + 1;
   j_end = max(j_end, j_first);
   // The splits at the last grid point taken (s_true, t_true) and the first not taken.
   u64 j_lo = j_first, j_hi = j_end, s_true = 0, t_true = 0, s_false = 0, t_false = 0;
   while (j_lo < j_hi) {
     unsigned probes;
-    u64 j = team.probe(j_lo, j_hi - j_lo, probes), x = j * MGPU_NV;
+    u64 j = team.probe(j_lo, j_hi - j_lo, probes), x = j * step;
     u64 s = 0, t = 0;
     bool taken = false;
     if (team.rank < probes) {
-      s = pair_split(pairs, g.r[0], na, nb, x);
-      t = pair_split(pairs, g.r[2], nc, nd, k - x);
+      s = pair_split(pairs, step, g.r[0], na, nb, x);
+      t = pair_split(pairs, step, g.r[2], nc, nd, k - x);
       K ab = merged_at(a, na, b, nb, x, s, comp);
       K cd = merged_last(c, d, k - x, t, comp);
       taken = !comp(cd, ab);
@@ -550,9 +546,9 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
     bisect_team(team, taken, probes, j, s, t, j_lo, j_hi, s_true, t_true, s_false, t_false);
   }
   bool has_true = j_lo > j_first, has_false = j_lo < j_end;
-  lo = has_true ? (j_lo - 1) * MGPU_NV + 1 : lo;
-  hi = has_false ? j_lo * MGPU_NV : hi;
-  // Fine, in [lo, hi] (at most NV wide). Invariant: for every x in [lo, hi], s(x) (A's share of
+  lo = has_true ? (j_lo - 1) * step + 1 : lo;
+  hi = has_false ? j_lo * step : hi;
+  // Fine, in [lo, hi] (at most step wide). Invariant: for every x in [lo, hi], s(x) (A's share of
   // AB's first x) lies in [s_lo, s_hi] and t(k - x) (C's share of CD's first k - x) in
   // [t_lo, t_hi]. The grid points on either side give the first bounds (s grows with x, t with
   // k - x); where one is missing, the grid point just beyond the window stands in. Each round of
@@ -562,17 +558,18 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
     s_lo = s_true;
     t_hi = t_true;
   } else {
-    u64 ga = lo / MGPU_NV * MGPU_NV;
-    s_lo = pair_split(pairs, g.r[0], na, nb, ga);
-    t_hi = k - ga >= ncd ? nc : pair_split(pairs, g.r[2], nc, nd, k - ga);  // k - ga >= k - lo
+    u64 ga = lo / step * step;
+    s_lo = pair_split(pairs, step, g.r[0], na, nb, ga);
+    // k - ga >= k - lo
+    t_hi = k - ga >= ncd ? nc : pair_split(pairs, step, g.r[2], nc, nd, k - ga);
   }
   if (has_false) {
     s_hi = s_false;
     t_lo = t_false;
   } else {
-    u64 gc = (k - hi) / MGPU_NV * MGPU_NV;
-    t_lo = pair_split(pairs, g.r[2], nc, nd, gc);
-    s_hi = k - gc >= nab ? na : pair_split(pairs, g.r[0], na, nb, k - gc);  // k - gc >= hi
+    u64 gc = (k - hi) / step * step;
+    t_lo = pair_split(pairs, step, g.r[2], nc, nd, gc);
+    s_hi = k - gc >= nab ? na : pair_split(pairs, step, g.r[0], na, nb, k - gc);  // >= hi
   }
   // s(x) and t(y) by merge path searches within the bounds.
   auto splits = [&](u64 x, u64 y, u64& s, u64& t) {
@@ -592,32 +589,47 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
   }
   if (team.rank == 0) {
     splits(lo, k - lo, s, t);
-    u64* q = quads + 4 * i;
     q[0] = g.r[0] + s;
     q[1] = g.r[1] + (lo - s);
     q[2] = g.r[2] + t;
     q[3] = g.r[3] + (k - lo - t);
   }
 }
+
+// quads[4 i + r] = where run r stands at output i * NV (four_way_split), found by the i-th team
+// of `lanes` lanes (SearchTeam).
+#ifdef MGPU_WANT_mgpu_merge4_partition
+extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 width, u64 step,
+                                                 const u64* pairs, u64 num_partitions,
+                                                 u64* quads, int lanes) {
+  grid_dependency_wait();
+  grid_launch_dependents();  // the next kernel comes up early, one kernel ahead at most
+  SearchTeam team(lanes);
+  u64 i = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
+  if (i >= num_partitions) return;  // the whole team
+  u64 q[4];
+  four_way_split(team, keys, count, width, step, pairs, min(i * MGPU_NV, count), q, Comp());
+  if (team.rank == 0) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) quads[4 * i + r] = q[r];
+  }
+}
 #endif
 
-// Merges one output tile of a four-way pass: the tile's parts of A, B, C and D (from `quads`)
-// go to shared memory side by side; the first level merges A with B and C with D in one sweep
-// (a thread whose outputs straddle the two merges switches runs mid-way), the second merges the
-// two results. Without out_tile (mgpu_merge_pass's opening): through it, 64-bit keys at 256x9x3
-// took 72 registers, not 66 (NVRTC 13.5).
-#ifdef MGPU_WANT_mgpu_merge4_pass
-extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
-                     u64 width, const u64* quads) {
-  __shared__ SortStorage s;
+// Merges one output tile of a four-way pass, where the runs stand at `q0` at its start and at
+// `q1` at its end (unread for a group's last tile, which ends at the runs' ends): the tile's parts
+// of A, B, C and D go to shared memory side by side; the first level merges A with B and C with
+// D in one sweep (a thread whose outputs straddle the two merges switches runs mid-way), the
+// second merges the two results. Without out_tile (mgpu_merge_pass's opening): through it, 64-bit
+// keys at 256x9x3 took 72 registers, not 66 (NVRTC 13.5).
+__device__ __forceinline__ void merge4_tile(SortStorage& s, const K* keys_in, const V* values_in,
+                                            K* keys_out, V* values_out, u64 count, u64 width,
+                                            const u64* q0, const u64* q1) {
   int tid = threadIdx.x;
   u64 tile = blockIdx.x;
   u64 out_begin = tile * MGPU_NV;
   u64 out_end = min(out_begin + MGPU_NV, count);
   RunGroup g = run_group(out_begin, width, count);
-  const u64* q0 = quads + 4 * tile;
-  const u64* q1 = q0 + 4;
   bool last = out_end >= g.r[4];  // the group's last tile ends at its runs' ends
   u64 begin[4];
   int ends[4];
@@ -664,5 +676,41 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   serial_merge(s.keys, {split, nab, nab + diag - split, total}, k, from, comp);
   merged_to_shared(s, k, v, from, total, tid);
   store_tile(s, keys_out, values_out, out_begin, total, tid);
+}
+
+#ifdef MGPU_WANT_mgpu_merge4_pass
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
+    mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
+                     u64 width, const u64* quads) {
+  __shared__ SortStorage s;
+  const u64* q0 = quads + 4 * (u64)blockIdx.x;
+  merge4_tile(s, keys_in, values_in, keys_out, values_out, count, width, q0, q0 + 4);
+}
+#endif
+
+// A four-way pass whose CTAs find their own tile's four-way splits (four_way_split, a warp at
+// each end) from the two-way splits `pairs`: where tiles are few, one launch in the chain fewer
+// than mgpu_merge4_partition, then mgpu_merge4_pass. Each boundary is searched twice, by the
+// tiles on either side of it.
+#ifdef MGPU_WANT_mgpu_merge4_pass_searching
+extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
+    mgpu_merge4_pass_searching(const K* keys_in, const V* values_in, K* keys_out,
+                               V* values_out, u64 count, u64 width, u64 step,
+                               const u64* pairs) {
+  __shared__ SortStorage s;
+  __shared__ u64 q[2][4];
+  int warp = threadIdx.x / MGPU_WARP;
+  if (warp < 2) {
+    SearchTeam team(MGPU_WARP);
+    u64 found[4];
+    u64 gid = min(((u64)blockIdx.x + warp) * MGPU_NV, count);
+    four_way_split(team, keys_in, count, width, step, pairs, gid, found, Comp());
+    if (team.rank == 0) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) q[warp][r] = found[r];
+    }
+  }
+  __syncthreads();
+  merge4_tile(s, keys_in, values_in, keys_out, values_out, count, width, q[0], q[1]);
 }
 #endif
