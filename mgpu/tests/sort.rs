@@ -148,6 +148,57 @@ fn sort_struct_keys_by_a_custom_comparator() {
     }
 }
 
+/// The merge sort of floats compares with one compare where no key is NaN, and with the total
+/// order where one is: sorts with no NaN, with one NaN in one tile of many, and with NaNs in
+/// every tile, each with signed zeros whose input order must survive, keys and pairs.
+fn merge_sort_floats_with_and_without_nan<K: TestElement + mgpu::Arithmetic>(
+    to_key: impl Fn(f64) -> K,
+) {
+    let mut r = rng();
+    let ctx = match gpu() {
+        Some(g) => g,
+        None => Context::cpu(),
+    };
+    for n in [5000usize, (1 << 20) + 3, 3 << 20] {
+        for nans in [0usize, 1, n / 100] {
+            let mut keys: Vec<K> = (0..n)
+                .map(|_| match r.random_range(0..8) {
+                    0 => to_key(0.0),
+                    1 => to_key(-0.0),
+                    _ => to_key((r.random_range(0..2000) as f64) - 1000.0),
+                })
+                .collect();
+            for _ in 0..nans {
+                let sign = if r.random::<bool>() { 1.0 } else { -1.0 };
+                keys[r.random_range(0..n)] = to_key(sign * f64::NAN);
+            }
+            for comp in [Comparator::less(), Comparator::greater()] {
+                let what = format!("n {n}, {nans} NaNs, {}", comp.name());
+                let (expect, order) = stable_sorted(&keys, &comp);
+                let mut k = ctx.upload(&keys).unwrap();
+                ctx.sort_with(&mut k, &comp, SortAlgorithm::Merge).unwrap();
+                same(&k.to_vec().unwrap(), &expect).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let mut k = ctx.upload(&keys).unwrap();
+                let mut v = ctx.upload(&(0..n as u32).collect::<Vec<_>>()).unwrap();
+                ctx.sort_pairs_with(&mut k, &mut v, &comp, SortAlgorithm::Merge)
+                    .unwrap();
+                same(&k.to_vec().unwrap(), &expect).unwrap_or_else(|e| panic!("{what}: {e}"));
+                same(&v.to_vec().unwrap(), &order).unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn merge_sort_f32_with_and_without_nan() {
+    merge_sort_floats_with_and_without_nan(|x| x as f32);
+}
+
+#[test]
+fn merge_sort_f64_with_and_without_nan() {
+    merge_sort_floats_with_and_without_nan(|x| x);
+}
+
 /// NaN, infinities and signed zeros: the built-ins are a total order (NaNs last with less).
 #[test]
 fn float_keys_with_nan_sort_to_a_total_order() {

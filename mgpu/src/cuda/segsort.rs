@@ -603,6 +603,8 @@ pub(crate) fn top_k<K: Element>(
             keys_out: cur_keys.ptr,
             values_out: cur_pos.ptr,
             count: n,
+            nan_flag: 0,
+            token: 0,
         };
         gpu.launch(&blocksort, n.div_ceil(nv) as u32, t.nt, &args)?;
         let spec = SegSortSpec::new::<K, u32, u32>(comparator, SortValues::Pairs, &t);
@@ -633,6 +635,8 @@ pub(crate) fn top_k<K: Element>(
                 keys_out: cur_keys.ptr,
                 values_out: cur_pos.ptr,
                 count,
+                nan_flag: 0,
+                token: 0,
             };
             gpu.launch(&blocksort, count.div_ceil(nv) as u32, t.nt, &args)?;
             if count <= nv {

@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::tuning::{self, Family, Tuning};
 use crate::{Arithmetic, Comparator, Element};
 use cudarc::driver::sys::CUdeviceptr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// What a sort module carries besides its keys.
@@ -34,6 +35,9 @@ pub struct MergeSpec {
     pub mode: SortValues,
     /// The strict weak order's expression over `a` and `b`.
     pub comparator: Expr,
+    /// The plain comparison that orders keys without NaN as `comparator` does, where it is one
+    /// compare fewer (the built-in orders of floating-point keys).
+    pub nan_free: Option<&'static str>,
     /// The tuning.
     pub tuning: Tuning,
 }
@@ -50,6 +54,7 @@ impl MergeSpec {
             values: ElementDesc::of::<V>(),
             mode,
             comparator: Expr::new(comparator.cuda_expression(), comparator.cuda_helpers()),
+            nan_free: comparator.nan_free_expression(),
             tuning: *tuning,
         }
     }
@@ -101,6 +106,13 @@ impl KernelFamily for Merge {
                 "bool operator()(const K& a, const K& b)",
                 &spec.comparator,
             );
+        if let Some(plain) = spec.nan_free {
+            p.define("MGPU_NAN_FREE_ORDER", 1).functor(
+                "CompNanFree",
+                "bool operator()(const K& a, const K& b)",
+                &Expr::new(plain, ""),
+            );
+        }
     }
     fn tuning(spec: &MergeSpec) -> Tuning {
         spec.tuning
@@ -164,10 +176,10 @@ fn merge_instances<K: Arithmetic>(
 
 crate::kernel_args! {
     // SAFETY: mgpu_blocksort(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
-    // u64 count).
+    // u64 count, u32* nan_flag, u32 token).
     BlocksortArgs = "mgpu_blocksort" {
         keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
-        values_out: CUdeviceptr, count: u64,
+        values_out: CUdeviceptr, count: u64, nan_flag: CUdeviceptr, token: u32,
     }
 }
 
@@ -182,10 +194,11 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_merge_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
-    // u64 count, u64 width, const u64* partitions).
+    // u64 count, u64 width, const u64* partitions, const u32* nan_flag, u32 token).
     MergePassArgs = "mgpu_merge_pass" {
         keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
         values_out: CUdeviceptr, count: u64, width: u64, partitions: CUdeviceptr,
+        nan_flag: CUdeviceptr, token: u32,
     }
 }
 
@@ -193,7 +206,8 @@ crate::kernel_args! {
 struct Merge4PassArgs(MergePassArgs);
 
 // SAFETY: mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out,
-// u64 count, u64 width, const u64* quads): mgpu_merge_pass's parameter list.
+// u64 count, u64 width, const u64* quads, const u32* nan_flag, u32 token): mgpu_merge_pass's
+// parameter list.
 unsafe impl KernelArgs for Merge4PassArgs {
     const KERNEL: &'static str = "mgpu_merge4_pass";
     fn push<'a>(&'a self, launch: &mut cudarc::driver::LaunchArgs<'a>) {
@@ -215,10 +229,12 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_merge4_pass_searching(const K* keys_in, const V* values_in, K* keys_out,
-    // V* values_out, u64 count, u64 width, u64 step, const u64* pairs).
+    // V* values_out, u64 count, u64 width, u64 step, const u64* pairs, const u32* nan_flag,
+    // u32 token).
     Merge4SearchingArgs = "mgpu_merge4_pass_searching" {
         keys_in: CUdeviceptr, values_in: CUdeviceptr, keys_out: CUdeviceptr,
         values_out: CUdeviceptr, count: u64, width: u64, step: u64, pairs: CUdeviceptr,
+        nan_flag: CUdeviceptr, token: u32,
     }
 }
 
@@ -253,6 +269,13 @@ fn search_lanes(num_partitions: u64) -> i32 {
 fn partition_grid(num_partitions: u64, lanes: i32) -> u32 {
     let grid = num_partitions.div_ceil(PARTITION_THREADS as u64 / lanes as u64);
     u32::try_from(grid).expect("fewer than 2^32 tile boundaries")
+}
+
+/// A mark new to each sort: a blocksort that finds a NaN writes it where the merge passes look
+/// (kernel_mergesort.cu, with_order). Memory that holds it by chance only costs the fast order.
+fn next_sort_token() -> u32 {
+    static TOKEN: AtomicU32 = AtomicU32::new(1);
+    TOKEN.fetch_add(1, Ordering::Relaxed)
 }
 
 /// How many two-way splits a four-way pass takes per tile of `nv`: the largest power of two
@@ -307,6 +330,8 @@ pub(crate) fn sort<K: Element, V: Element>(
             keys_out: keys,
             values_out: values,
             count,
+            nan_flag: 0,
+            token: 0,
         };
         return gpu.launch(&blocksort, 1, tuning.nt, &args);
     }
@@ -344,16 +369,22 @@ pub(crate) fn sort<K: Element, V: Element>(
     if passes.is_multiple_of(2) {
         std::mem::swap(&mut src, &mut dst);
     }
+    let fine = splits_per_tile(num_tiles, nv);
+    let pair_bytes = (num_tiles * fine) as usize * 8 + 8;
+    // The NaN mark (kernel_mergesort.cu, with_order) follows the splits.
+    let pairs = DeviceMem::alloc(gpu, pair_bytes + 4)?;
+    let nan_flag = pairs.ptr + pair_bytes as u64;
+    let token = next_sort_token();
     let args = BlocksortArgs {
         keys_in: keys,
         values_in: values,
         keys_out: dst.0,
         values_out: dst.1,
         count,
+        nan_flag,
+        token,
     };
     gpu.launch(&blocksort, num_tiles as u32, tuning.nt, &args)?;
-    let fine = splits_per_tile(num_tiles, nv);
-    let pairs = DeviceMem::alloc(gpu, (num_tiles * fine) as usize * 8 + 8)?;
     // Four-way passes whose tiles all fit one wave search their own splits: a launch fewer per
     // pass (H100, 2^20 keys: 7-8% faster). Past a wave, the searches' latency comes back in each
     // wave, and the two-kernel pass is faster (2^22 i32 keys with 256x23x6, 713 tiles: 12%).
@@ -405,6 +436,8 @@ pub(crate) fn sort<K: Element, V: Element>(
                 width,
                 step: nv / fine,
                 pairs: pairs.ptr,
+                nan_flag,
+                token,
             };
             gpu.launch(module, num_tiles as u32, tuning.nt, &args)?;
             std::mem::swap(&mut current, &mut other);
@@ -437,6 +470,8 @@ pub(crate) fn sort<K: Element, V: Element>(
                 Some(quads) if four_way => quads.ptr,
                 _ => pairs.ptr,
             },
+            nan_flag,
+            token,
         };
         if four_way {
             gpu.launch(module, num_tiles as u32, tuning.nt, &Merge4PassArgs(merge))?;

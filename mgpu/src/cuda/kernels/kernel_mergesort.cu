@@ -16,6 +16,39 @@ struct SortStorage {
 #endif
 };
 
+// Keys without NaN. Under a built-in order of floating-point keys (MGPU_NAN_FREE_ORDER), the
+// total order's NaN test costs every comparison a second compare; CompNanFree orders keys without
+// NaN the same way with one. The blocksort tests its tile, and marks a sort whose keys hold a NaN
+// by writing the host's `token` (new for each sort) to `nan_flag`; the merge passes read the mark.
+// WITH_ORDER runs its statement with `comp` a CompNanFree where `nan_free`, else a Comp.
+#if MGPU_NAN_FREE_ORDER
+#define WITH_ORDER(nan_free, ...) \
+  do {                            \
+    if (nan_free) {               \
+      CompNanFree comp;           \
+      __VA_ARGS__;                \
+    } else {                      \
+      Comp comp;                  \
+      __VA_ARGS__;                \
+    }                             \
+  } while (0)
+#else
+#define WITH_ORDER(nan_free, ...) \
+  do {                            \
+    Comp comp;                    \
+    __VA_ARGS__;                  \
+  } while (0)
+#endif
+
+// Whether a merge pass may compare with CompNanFree: no blocksort marked the sort.
+__device__ __forceinline__ bool sort_nan_free(const unsigned* nan_flag, unsigned token) {
+#if MGPU_NAN_FREE_ORDER
+  return nan_flag != nullptr && *nan_flag != token;
+#else
+  return false;
+#endif
+}
+
 // Writes a thread's VT results to the shared tile at tid*VT (only the first `count` of the tile).
 template <typename Storage, typename Key>
 __device__ __forceinline__ void thread_to_shared(Storage& s, const Key (&k)[MGPU_VT],
@@ -129,9 +162,11 @@ __device__ __forceinline__ void sort_tile(Storage& s, Key (&k)[MGPU_VT], V (&v)[
 }
 
 // Sorts the tile of `n` keys at `base` of keys_in (and values) to keys_out (the same place may be
-// both: the tile is staged in shared memory).
+// both: the tile is staged in shared memory), marking `nan_flag` (unless null) where it holds a
+// NaN (WITH_ORDER).
 __device__ __forceinline__ void block_sort(SortStorage& s, const K* keys_in, const V* values_in,
-                                           K* keys_out, V* values_out, u64 base, int n) {
+                                           K* keys_out, V* values_out, u64 base, int n,
+                                           unsigned* nan_flag, unsigned token) {
   int tid = threadIdx.x;
   load_tile(s, keys_in, values_in, base, n, tid);
   __syncthreads();
@@ -145,18 +180,28 @@ __device__ __forceinline__ void block_sort(SortStorage& s, const K* keys_in, con
     v[i] = s.values[j];
 #endif
   }
+#if MGPU_NAN_FREE_ORDER
+  bool nan = false;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) nan |= tid * MGPU_VT + i < n && !(k[i] == k[i]);
+  nan = __syncthreads_or(nan);
+  if (nan && tid == 0 && nan_flag != nullptr) *nan_flag = token;
+  WITH_ORDER(!nan, sort_tile(s, k, v, n, comp));
+#else
   sort_tile(s, k, v, n, Comp());
+#endif
   store_tile(s, keys_out, values_out, base, n, tid);
 }
 
 #ifdef MGPU_WANT_mgpu_blocksort
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_blocksort(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count) {
+    mgpu_blocksort(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
+                   unsigned* nan_flag, unsigned token) {
   grid_launch_dependents();  // the next kernel of the chain comes up early
   __shared__ SortStorage s;
   u64 base = (u64)blockIdx.x * MGPU_NV;
   block_sort(s, keys_in, values_in, keys_out, values_out, base,
-             (int)min((u64)MGPU_NV, count - base));
+             (int)min((u64)MGPU_NV, count - base), nan_flag, token);
 }
 #endif
 
@@ -330,10 +375,11 @@ __device__ __forceinline__ void merged_to_shared(SortStorage& s, const K (&k)[MG
 
 // Merges A = a_keys[a_begin, a_end) and B = b_keys[b_begin, b_end) (at most NV together) into
 // out[out_base ..].
+template <typename C>
 __device__ __forceinline__ void merge_tile(SortStorage& s, const K* a_keys, const V* a_values,
                                            u64 a_begin, u64 a_end, const K* b_keys,
                                            const V* b_values, u64 b_begin, u64 b_end, K* keys_out,
-                                           V* values_out, u64 out_base, Comp comp) {
+                                           V* values_out, u64 out_base, C comp) {
   int tid = threadIdx.x;
   int a_count = (int)(a_end - a_begin), b_count = (int)(b_end - b_begin);
   int total = a_count + b_count;
@@ -365,9 +411,8 @@ __device__ __forceinline__ OutTile out_tile(u64 count) {
 #ifdef MGPU_WANT_mgpu_merge_pass
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
-                    u64 width, const u64* partitions) {
+                    u64 width, const u64* partitions, const unsigned* nan_flag, unsigned token) {
   __shared__ SortStorage s;
-  Comp comp;
   auto [tile, out_begin, out_end] = out_tile(count);
   RunPair r = run_pair(out_begin, width, count);
   u64 a_begin = partitions[tile];
@@ -380,8 +425,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     a_end = partitions[tile + 1];
     b_end = r.a1 + (out_end - r.start) - (a_end - r.a0);
   }
-  merge_tile(s, keys_in, values_in, a_begin, a_end, keys_in, values_in, b_begin, b_end, keys_out,
-             values_out, out_begin, comp);
+  WITH_ORDER(sort_nan_free(nan_flag, token),
+             merge_tile(s, keys_in, values_in, a_begin, a_end, keys_in, values_in, b_begin,
+                        b_end, keys_out, values_out, out_begin, comp));
 }
 #endif
 
@@ -622,9 +668,16 @@ extern "C" __global__ void mgpu_merge4_partition(const K* keys, u64 count, u64 w
 // D in one sweep (a thread whose outputs straddle the two merges switches runs mid-way), the
 // second merges the two results. Without out_tile (mgpu_merge_pass's opening): through it, 64-bit
 // keys at 256x9x3 took 72 registers, not 66 (NVRTC 13.5).
+// The merge in `comp`'s order (WITH_ORDER) is a function of its own, so that only it is
+// compiled twice: with the loads in both, f32 keys at 256x23x6 spilled (NVRTC 13.0).
+template <typename C>
+__device__ __forceinline__ void merge4_levels(SortStorage& s, const int (&ends)[4],
+                                              const V* const (&src_v)[4], bool async_v,
+                                              K* keys_out, V* values_out, u64 out_begin, C comp);
+
 __device__ __forceinline__ void merge4_tile(SortStorage& s, const K* keys_in, const V* values_in,
                                             K* keys_out, V* values_out, u64 count, u64 width,
-                                            const u64* q0, const u64* q1) {
+                                            const u64* q0, const u64* q1, bool nan_free) {
   int tid = threadIdx.x;
   u64 tile = blockIdx.x;
   u64 out_begin = tile * MGPU_NV;
@@ -647,11 +700,18 @@ __device__ __forceinline__ void merge4_tile(SortStorage& s, const K* keys_in, co
     src_k[r] = keys_in + begin[r] - offset;
     src_v[r] = values_in + begin[r] - offset;
   }
-  int na = ends[0], nab = ends[1], nabc = ends[2], total = ends[3];
   bool async_v = keys_to_shared(s, src_k, src_v, ends, tid);
+  WITH_ORDER(nan_free,
+             merge4_levels(s, ends, src_v, async_v, keys_out, values_out, out_begin, comp));
+}
 
+template <typename C>
+__device__ __forceinline__ void merge4_levels(SortStorage& s, const int (&ends)[4],
+                                              const V* const (&src_v)[4], bool async_v,
+                                              K* keys_out, V* values_out, u64 out_begin, C comp) {
+  int tid = threadIdx.x;
+  int na = ends[0], nab = ends[1], nabc = ends[2], total = ends[3];
   // First level: outputs [0, nab) merge A and B, outputs [nab, total) merge C and D.
-  Comp comp;
   K k[MGPU_VT];
   V v[MGPU_VT];
   int from[MGPU_VT];
@@ -681,10 +741,11 @@ __device__ __forceinline__ void merge4_tile(SortStorage& s, const K* keys_in, co
 #ifdef MGPU_WANT_mgpu_merge4_pass
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_merge4_pass(const K* keys_in, const V* values_in, K* keys_out, V* values_out, u64 count,
-                     u64 width, const u64* quads) {
+                     u64 width, const u64* quads, const unsigned* nan_flag, unsigned token) {
   __shared__ SortStorage s;
   const u64* q0 = quads + 4 * (u64)blockIdx.x;
-  merge4_tile(s, keys_in, values_in, keys_out, values_out, count, width, q0, q0 + 4);
+  merge4_tile(s, keys_in, values_in, keys_out, values_out, count, width, q0, q0 + 4,
+              sort_nan_free(nan_flag, token));
 }
 #endif
 
@@ -696,7 +757,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
     mgpu_merge4_pass_searching(const K* keys_in, const V* values_in, K* keys_out,
                                V* values_out, u64 count, u64 width, u64 step,
-                               const u64* pairs) {
+                               const u64* pairs, const unsigned* nan_flag, unsigned token) {
   __shared__ SortStorage s;
   __shared__ u64 q[2][4];
   int warp = threadIdx.x / MGPU_WARP;
@@ -711,6 +772,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
     }
   }
   __syncthreads();
-  merge4_tile(s, keys_in, values_in, keys_out, values_out, count, width, q[0], q[1]);
+  merge4_tile(s, keys_in, values_in, keys_out, values_out, count, width, q[0], q[1],
+              sort_nan_free(nan_flag, token));
 }
 #endif

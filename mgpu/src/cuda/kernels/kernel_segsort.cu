@@ -394,7 +394,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   u64 base = p.start + (u64)t.piece * MGPU_NV;
   int n = (int)min((u64)MGPU_NV, p.start + p.len - base);
   bool to_temp = p.passes & 1;
-  block_sort(s, keys, values, to_temp ? temp_keys : keys, to_temp ? temp_values : values, base, n);
+  block_sort(s, keys, values, to_temp ? temp_keys : keys, to_temp ? temp_values : values, base, n,
+             nullptr, 0);
 }
 #endif
 
