@@ -272,7 +272,8 @@ fn partition_grid(num_partitions: u64, lanes: i32) -> u32 {
 }
 
 /// A mark new to each sort: a blocksort that finds a NaN writes it where the merge passes look
-/// (kernel_mergesort.cu, with_order). Memory that holds it by chance only costs the fast order.
+/// (kernel_mergesort.cu, WITH_ORDER). Memory that holds it by chance only sends the passes to
+/// the total order.
 fn next_sort_token() -> u32 {
     static TOKEN: AtomicU32 = AtomicU32::new(1);
     TOKEN.fetch_add(1, Ordering::Relaxed)
@@ -371,7 +372,7 @@ pub(crate) fn sort<K: Element, V: Element>(
     }
     let fine = splits_per_tile(num_tiles, nv);
     let pair_bytes = (num_tiles * fine) as usize * 8 + 8;
-    // The NaN mark (kernel_mergesort.cu, with_order) follows the splits.
+    // The NaN mark (kernel_mergesort.cu, WITH_ORDER) follows the splits.
     let pairs = DeviceMem::alloc(gpu, pair_bytes + 4)?;
     let nan_flag = pairs.ptr + pair_bytes as u64;
     let token = next_sort_token();

@@ -4,7 +4,8 @@
 //   mgpu_merge_partition merge path split of every output tile boundary of a merge pass.
 //   mgpu_merge_pass      each CTA merges one output tile of a pass (runs of `width` pairwise).
 //   mgpu_merge           merge of two separate sorted sequences, one output tile per CTA.
-//   mgpu_merge4_*        four-way merge passes (below).
+//   mgpu_merge4_*        four-way merge passes (below); mgpu_merge4_pass_searching finds its own
+//                        tiles' splits where one wave holds every tile.
 // A module compiles the kernels whose MGPU_WANT_<kernel> the host defines (jit.rs, Module::kernels):
 // a sort of one tile needs mgpu_blocksort alone, larger sorts add the merge passes' kernels, a merge
 // of two sequences needs mgpu_merge_partition and mgpu_merge.
