@@ -538,7 +538,8 @@ struct Band {
 
 // The bands, smallest first. sm_90, H100 SXM, 2026-11-27, `mgpu bench sort --rows sort-keys
 // --types i32,f32 --sizes 20..24 --no-peer` with MGPU_TUNING, ms at 2^20 | 2^21 | 2^22 | 2^23 |
-// 2^24, i32 (f32), the four-way passes searching their own splits where a wave holds every tile:
+// 2^24, i32 (f32, before floats compared once without NaN), the four-way passes searching their
+// own splits where a wave holds every tile:
 //   256x23x6 0.108 (0.121) | 0.136 (0.156) | 0.224 (0.262) | 0.415 (0.483) | 0.765 (0.897)
 //   512x17x3 0.093 (0.102) | 0.135 (0.155) | 0.216 (0.253) | 0.411 (0.491) | 0.787 (0.937)
 //   512x21x3 0.098 (0.110) | 0.146 (0.169) | 0.203 (0.241) | 0.383 (0.459) | 0.754 (0.902)
