@@ -604,6 +604,17 @@ fn band_entries(
 /// [`lookup`]'s tuning for an input of `items` items: a tuning file's entry if one matches (it
 /// holds at every size), else the table's band for that size where the family has bands, else
 /// the table's entry.
+///
+/// ```
+/// use mgpu::tuning::{lookup, lookup_for, Family};
+/// // Past its bands, a family's tuning is the table's entry, as `lookup` gives it.
+/// let large = lookup_for(Family::SortKeys, 90, 4, 1 << 28)?;
+/// assert_eq!(large, lookup(Family::SortKeys, 90, 4)?);
+/// // A merge sort of 2^20 4-byte keys on sm_90 may take a tile of its own.
+/// let small = lookup_for(Family::SortKeys, 90, 4, 1 << 20)?;
+/// println!("2^20 keys: {}x{}x{}", small.nt, small.vt, small.occ);
+/// # Ok::<(), mgpu::Error>(())
+/// ```
 pub fn lookup_for(family: Family, arch: u32, elem_size: usize, items: u64) -> Result<Tuning> {
     let file = file_entries()?;
     if best_entry(file.iter(), family, arch, elem_size).is_none() {
