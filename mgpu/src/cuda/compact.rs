@@ -144,6 +144,11 @@ impl CompactModule {
             .define("MGPU_REJECTED", v.rejected as u32)
             .define("MGPU_REDUCE_BY_KEY", self.op.is_some() as u32)
             .define("MGPU_NON_TRIVIAL_RUNS", v.non_trivial_runs as u32)
+            // Keys alone hint L2 about a later tile (kernel_compact.cu's prefetch_later_tile).
+            .define(
+                "MGPU_PREFETCH_LATER_TILE",
+                (!v.values && self.op.is_none()) as u32,
+            )
             .element("T", &self.keys)
             .load(&super::jit::Load::plain_desc(&self.keys));
         if v.values {

@@ -117,6 +117,19 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
+// A hint that `bytes` from `p` will be read soon: one bulk prefetch into L2 (sm_90) of the
+// whole 16-byte units inside the range, nothing outside it.
+__device__ __forceinline__ void prefetch_l2(const void* p, u64 bytes) {
+#if __CUDA_ARCH__ >= 900
+  u64 at = __cvta_generic_to_global(p);
+  u64 begin = (at + 15) & ~15ull, end = (at + bytes) & ~15ull;
+  if (end > begin)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(begin),
+                 "r"((unsigned)(end - begin))
+                 : "memory");
+#endif
+}
+
 // Programmatic dependent launch (sm_90 on; Gpu::launch_dependent). A kernel launched so may start
 // while the kernel before it on the stream still runs: it waits here for that kernel's end and
 // memory before it reads or writes anything another kernel touches. A plain launch returns at once.

@@ -26,6 +26,13 @@
 typedef T V;
 #endif
 
+// Values that travel with kept keys only (no rejected output) may be read only where a key is
+// kept: by the 16-byte vectors that hold one, once the keys decided, while the tile looks back.
+// Runs of 500 skip nearly every vector (and the DRAM sectors they lie in). Where most keys are
+// kept, few vectors are skipped and the later load costs more than it saves: a CTA loads all
+// of a tile's values with its keys after a tile that kept more than a quarter of its items.
+#define MGPU_SPARSE_VALUES (MGPU_VALUES && !MGPU_REJECTED)
+
 struct CountPlus {
   __device__ __forceinline__ C operator()(C a, C b) const { return a + b; }
 };
@@ -33,8 +40,16 @@ struct CountPlus {
 struct CompactStorage {
   // The keys tile as loaded; once every thread holds its keys, the kept keys in output order.
   __align__(16) T keys[MGPU_NV];
+#if MGPU_SPARSE_VALUES
+  // Once the keys are stored, the kept values are staged over them.
+  unsigned char wider_values[sizeof(V) > sizeof(T) ? MGPU_NV * (sizeof(V) - sizeof(T)) : 1];
+#endif
 #if MGPU_VALUES
   __align__(16) V values[MGPU_NV];
+#endif
+#if MGPU_SPARSE_VALUES
+  unsigned kept[MGPU_NV / 32 + 1];  // a bit per item of the tile: kept
+  int values_eager;                 // the next tile loads all its values with its keys
 #endif
   CtaScanStorageOf<C> scan;
   C tile_prefix;
@@ -65,7 +80,187 @@ __device__ __forceinline__ void store_staged(const X* staged, int n, int kept, X
   }
 }
 
+// A hint to L2, by one thread as a tile starts, for the tile half a round of the grid later:
+// tickets go out in order, so that is about the tile another CTA draws soon. Its loads then find
+// L2, where a few CTAs of 128 threads per SM hold too few loads in flight to cover DRAM's latency.
+// (Keys alone: with values, and a round ahead, it crowded L2 and slowed high keep rates.)
+__device__ __forceinline__ void prefetch_later_tile(const Input& keys, i64 tile, u64 count) {
+#if MGPU_PREFETCH_LATER_TILE && !MGPU_COUNTING
+  if (threadIdx.x != 0) return;
+  u64 base = ((u64)tile + gridDim.x / 2) * MGPU_NV;
+  if (base >= count) return;
+  prefetch_l2(keys.ptr + base, min((u64)MGPU_NV, count - base) * sizeof(In));
+#endif
+}
+
+#if MGPU_SPARSE_VALUES
+// Marks the thread's kept items (bit i of `bits` is item first + i) in the tile's bit map.
+__device__ __forceinline__ void mark_kept(unsigned* map, int first, unsigned bits) {
+  if (!bits) return;
+  int word = first / 32, shift = first % 32;
+  atomicOr(&map[word], bits << shift);
+  if (shift && (bits >> (32 - shift))) atomicOr(&map[word + 1], bits >> (32 - shift));
+}
+
+// The values of the kept items of a tile to their places in shared memory, with cp.async where
+// the tile is whole and aligned (complete after cp_async_wait_all); the others are not read.
+__device__ __forceinline__ void kept_values_to_shared(const V* src, int n, const unsigned* map,
+                                                      V* shared, int tid) {
+  constexpr int VEC = (16 % sizeof(V) == 0) ? 16 / (int)sizeof(V) : 1;
+  if (VEC > 1 && n == MGPU_NV && ((size_t)src & 15) == 0) {
+    constexpr int CHUNKS = MGPU_NV / VEC;
+#pragma unroll
+    for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
+      int c = i * MGPU_NT + tid;
+      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS) {
+        unsigned any = (map[c * VEC / 32] >> (c * VEC % 32)) & ((1u << VEC) - 1);
+        if (any)
+          cp_async<16>(reinterpret_cast<uint4*>(shared) + c,
+                       reinterpret_cast<const uint4*>(src) + c);
+      }
+    }
+  } else {
+    // Not unrolled: the thread's keys are live here, and VT loads in flight beside them spill.
+#pragma unroll 1
+    for (int i = 0; i < MGPU_VT; ++i) {
+      int j = i * MGPU_NT + tid;
+      if (j < n && (map[j / 32] >> (j % 32)) & 1u) shared[j] = src[j];
+    }
+  }
+}
+#endif
+
 #if !MGPU_REDUCE_BY_KEY && !MGPU_NON_TRIVIAL_RUNS
+// One tile of mgpu_compact. A tile with sparse values (MGPU_SPARSE_VALUES) loads them after its
+// scan, an eager one with its keys: each case is compiled on its own (one body with both cases
+// ran both slower).
+template <bool EAGER, typename Lookback>
+__device__ __forceinline__ void compact_tile(CompactStorage& storage, const Input& keys,
+                                             const V* values, T* keys_out, V* values_out,
+                                             T* keys_rejected, V* values_rejected, u64 count,
+                                             u64* count_out, bool values_in_place, i64 tile,
+                                             const Lookback& lookback) {
+  (void)values_in_place;
+  int tid = threadIdx.x;
+  u64 base = (u64)tile * MGPU_NV;
+  int n = (int)min((u64)MGPU_NV, count - base);
+  prefetch_later_tile(keys, tile, count);
+  load_tile_to_shared_async<false>(keys, base, n, keys.vector_ok_at(base), T(), storage.keys,
+                                   tid);
+#if MGPU_SPARSE_VALUES
+  if (EAGER) load_plain_to_shared<V, false>(values + base, n, storage.values, tid);
+  else
+    for (int w = tid; w < MGPU_NV / 32 + 1; w += MGPU_NT) storage.kept[w] = 0;
+#elif MGPU_VALUES
+  load_plain_to_shared<V, false>(values + base, n, storage.values, tid);
+#endif
+  cp_async_wait_all();
+#if MGPU_UNIQUE
+  // The key before the tile decides whether the tile's first key starts a run. In place it may
+  // already be overwritten, but only by itself: output slot base - 1 takes the key at base - 1
+  // exactly when every key before it was kept.
+  T before = tid == 0 && base > 0 ? keys[base - 1] : T();
+#endif
+  __syncthreads();
+
+  // Each thread's VT consecutive keys (VT odd: no bank conflicts) and whether each is kept.
+  T k[MGPU_VT];
+  V v[MGPU_VT];
+  unsigned kept_bits = 0;
+  int first = tid * MGPU_VT;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    k[i] = storage.keys[first + i];
+#if MGPU_SPARSE_VALUES
+    if (EAGER) v[i] = storage.values[first + i];
+#elif MGPU_VALUES
+    v[i] = storage.values[first + i];
+#else
+    v[i] = k[i];
+#endif
+#if MGPU_UNIQUE
+    bool keep;
+    if (i > 0) keep = !Eq()(k[i - 1], k[i]);
+    else if (tid > 0) keep = !Eq()(storage.keys[first - 1], k[0]);
+    else keep = base == 0 || !Eq()(before, k[0]);
+#else
+    bool keep = Pred()(k[i]);
+#endif
+    if (keep && first + i < n) kept_bits |= 1u << i;
+  }
+#if MGPU_SPARSE_VALUES
+  if (!EAGER) mark_kept(storage.kept, first, kept_bits);
+#endif
+  int thread_kept = __popc(kept_bits);
+  C tile_kept;
+  C thread_prefix =
+      cta_scan_exclusive((C)thread_kept, CountPlus(), (C)0, tile_kept, storage.scan);
+#if MGPU_SPARSE_VALUES
+  // The scan's barrier completed the map: the kept values load while the tile looks back.
+  if (!EAGER) {
+    kept_values_to_shared(values + base, n, storage.kept, storage.values, tid);
+    if (values_in_place) {
+      cp_async_wait_all();
+      __syncthreads();
+    }
+  }
+  if (tid == 0) storage.values_eager = (int)tile_kept > n / 4;
+#endif
+  if (tid < MGPU_WARP) {
+    C prefix = lookback(tile_kept);
+    if (tid == 0) {
+      storage.tile_prefix = prefix;
+      if (base + n == count) *count_out = (u64)(prefix + tile_kept);
+    }
+  }
+  // Every thread read its keys before the scan's barrier: the tile can take the staged output,
+  // kept items first, then (when wanted) the rejected ones, each group in input order.
+  int kept_before = (int)thread_prefix;
+  int rejected_before = first - kept_before;
+  int kept = (int)tile_kept;
+#pragma unroll
+  for (int i = 0; i < MGPU_VT; ++i) {
+    bool keep = (kept_bits >> i) & 1u;
+    int slot = keep ? kept_before++ : kept + rejected_before++;
+    if (keep || (MGPU_REJECTED && first + i < n)) {
+      if (MGPU_KEYS_OUT) storage.keys[slot] = k[i];
+#if MGPU_SPARSE_VALUES
+      if (EAGER) storage.values[slot] = v[i];
+#elif MGPU_VALUES
+      storage.values[slot] = v[i];
+#endif
+    }
+  }
+#if MGPU_SPARSE_VALUES
+  cp_async_wait_all();
+#endif
+  __syncthreads();
+  u64 prefix = (u64)storage.tile_prefix;
+  u64 rejected_prior = base - prefix;
+  if (MGPU_KEYS_OUT)
+    store_staged(storage.keys, n, kept, keys_out, keys_rejected, prefix, rejected_prior, count,
+                 tid);
+#if MGPU_SPARSE_VALUES
+  // A sparse tile's kept values, in order, over the stored keys: one shared copy each, where
+  // registers would hold them across the look-back (and the kept ones arrive after the scan).
+  V* staged_values = storage.values;
+  if (!EAGER) {
+    staged_values = reinterpret_cast<V*>(storage.keys);
+    __syncthreads();
+    kept_before = (int)thread_prefix;
+#pragma unroll
+    for (int i = 0; i < MGPU_VT; ++i)
+      if ((kept_bits >> i) & 1u) staged_values[kept_before++] = storage.values[first + i];
+    __syncthreads();
+  }
+  store_staged(staged_values, n, kept, values_out, values_rejected, prefix, rejected_prior,
+               count, tid);
+#elif MGPU_VALUES
+  store_staged(storage.values, n, kept, values_out, values_rejected, prefix, rejected_prior,
+               count, tid);
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_compact(Input keys, const V* values, T* keys_out, V* values_out, T* keys_rejected,
                  V* values_rejected, u64 count, u64* count_out, u64* tickets, u64 first_ticket,
@@ -73,81 +268,23 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   __shared__ CompactStorage storage;
   int tid = threadIdx.x;
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
+  // In place, a tile must hold all its inputs before it publishes (kernel comment above).
+  bool values_in_place = MGPU_SPARSE_VALUES && (size_t)values_out < (size_t)(values + count) &&
+                         (size_t)values < (size_t)(values_out + count);
+#if MGPU_SPARSE_VALUES
+  if (tid == 0) storage.values_eager = 1;
+#endif
   lookback_tiles(tickets, first_ticket, num_tiles, storage.tile_id, status, CountPlus(), (C)0,
                  [&](i64 tile, const TileLookbackOf<C, CountPlus>& lookback) {
-    u64 base = (u64)tile * MGPU_NV;
-    int n = (int)min((u64)MGPU_NV, count - base);
-    load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.keys, tid);
-#if MGPU_VALUES
-    load_plain_to_shared(values + base, n, storage.values, tid);
-#endif
-#if MGPU_UNIQUE
-    // The key before the tile decides whether the tile's first key starts a run. In place it may
-    // already be overwritten, but only by itself: output slot base - 1 takes the key at base - 1
-    // exactly when every key before it was kept.
-    T before = tid == 0 && base > 0 ? keys[base - 1] : T();
-#endif
-    __syncthreads();
-
-    // Each thread's VT consecutive keys (VT odd: no bank conflicts) and whether each is kept.
-    T k[MGPU_VT];
-    V v[MGPU_VT];
-    unsigned kept_bits = 0;
-    int first = tid * MGPU_VT;
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      k[i] = storage.keys[first + i];
-#if MGPU_VALUES
-      v[i] = storage.values[first + i];
-#else
-      v[i] = k[i];
-#endif
-#if MGPU_UNIQUE
-      bool keep;
-      if (i > 0) keep = !Eq()(k[i - 1], k[i]);
-      else if (tid > 0) keep = !Eq()(storage.keys[first - 1], k[0]);
-      else keep = base == 0 || !Eq()(before, k[0]);
-#else
-      bool keep = Pred()(k[i]);
-#endif
-      if (keep && first + i < n) kept_bits |= 1u << i;
+#if MGPU_SPARSE_VALUES
+    if (!storage.values_eager) {
+      compact_tile<false>(storage, keys, values, keys_out, values_out, keys_rejected,
+                          values_rejected, count, count_out, values_in_place, tile, lookback);
+      return;
     }
-    int thread_kept = __popc(kept_bits);
-    C tile_kept;
-    C thread_prefix = cta_scan_exclusive((C)thread_kept, CountPlus(), (C)0, tile_kept, storage.scan);
-    if (tid < MGPU_WARP) {
-      C prefix = lookback(tile_kept);
-      if (tid == 0) {
-        storage.tile_prefix = prefix;
-        if (base + n == count) *count_out = (u64)(prefix + tile_kept);
-      }
-    }
-    // Every thread read its keys before the scan's barrier: the tile can take the staged output,
-    // kept items first, then (when wanted) the rejected ones, each group in input order.
-    int kept_before = (int)thread_prefix;
-    int rejected_before = first - kept_before;
-    int kept = (int)tile_kept;
-#pragma unroll
-    for (int i = 0; i < MGPU_VT; ++i) {
-      bool keep = (kept_bits >> i) & 1u;
-      int slot = keep ? kept_before++ : kept + rejected_before++;
-      if (keep || (MGPU_REJECTED && first + i < n)) {
-        if (MGPU_KEYS_OUT) storage.keys[slot] = k[i];
-#if MGPU_VALUES
-        storage.values[slot] = v[i];
 #endif
-      }
-    }
-    __syncthreads();
-    u64 prefix = (u64)storage.tile_prefix;
-    u64 rejected_prior = base - prefix;
-    if (MGPU_KEYS_OUT)
-      store_staged(storage.keys, n, kept, keys_out, keys_rejected, prefix, rejected_prior, count,
-                   tid);
-#if MGPU_VALUES
-    store_staged(storage.values, n, kept, values_out, values_rejected, prefix, rejected_prior,
-                 count, tid);
-#endif
+    compact_tile<true>(storage, keys, values, keys_out, values_out, keys_rejected,
+                       values_rejected, count, count_out, values_in_place, tile, lookback);
   });
   if (count == 0 && blockIdx.x == 0 && tid == 0) *count_out = 0;
 }
@@ -192,6 +329,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
                  [&](i64 tile, const TileLookbackOf<RunPair, RunPlus>& lookback) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
+    prefetch_later_tile(keys, tile, count);
     load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.keys, tid);
     if (!use_constant) load_plain_to_shared(values + base, n, storage.values, tid);
     // See mgpu_compact: in place, slot base - 1 can only hold the key at base - 1.
@@ -315,6 +453,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
                  [&](i64 tile, const TileLookbackOf<StartPair, StartPlus>& lookback) {
     u64 base = (u64)tile * MGPU_NV;
     int n = (int)min((u64)MGPU_NV, count - base);
+    prefetch_later_tile(keys, tile, count);
     load_tile_to_shared_async(keys, base, n, keys.vector_ok_at(base), T(), storage.tile.keys, tid);
     // The keys on both sides of the tile decide whether its first key starts a run and whether
     // its last key ends one.

@@ -92,19 +92,6 @@ __device__ __forceinline__ void store_global_if(bool store, X* p, X x) {
   }
 }
 
-// A hint that `bytes` from `p` will be read soon: one bulk prefetch into L2 (sm_90) of the
-// whole 16-byte units inside the range, nothing outside it.
-__device__ __forceinline__ void prefetch_l2(const void* p, u64 bytes) {
-#if __CUDA_ARCH__ >= 900
-  u64 at = __cvta_generic_to_global(p);
-  u64 begin = (at + 15) & ~15ull, end = (at + bytes) & ~15ull;
-  if (end > begin)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(begin),
-                 "r"((unsigned)(end - begin))
-                 : "memory");
-#endif
-}
-
 struct Plus32 {
   __device__ __forceinline__ unsigned operator()(unsigned a, unsigned b) const { return a + b; }
 };
