@@ -139,7 +139,7 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
             v
         }
         "radix" => radix().into(),
-        "merge" => vec![t(Family::SortKeys, s, Some("merge"), &[11, 15, 17, 21, 23])],
+        "merge" => vec![t(Family::Merge, s, Some("merge"), &[15, 19, 23, 27, 31])],
         "rle" => vec![t(Family::ReduceByKey, s + 4, None, COMPACT_VT)],
         "reduce-by-key" => vec![t(Family::ReduceByKey, 2 * s, None, COMPACT_VT)],
         "segreduce" => vec![t(Family::SegReduce, s, None, COMPACT_VT)],

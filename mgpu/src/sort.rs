@@ -268,10 +268,10 @@ impl Context {
                 "A and B together",
             ));
         }
-        let t = sort_tuning(
-            self,
-            SortValues::None,
-            (std::mem::size_of::<K>(), 0),
+        let t = tuning::resolve_for(
+            tuning::Family::Merge,
+            self.arch(),
+            std::mem::size_of::<K>(),
             None,
             None,
         )?;

@@ -23,8 +23,9 @@
 //! ```
 //!
 //! The first line names the format and its version; files without it are read as version 1, and
-//! other versions are rejected. Families: `reduce`, `scan`, `sort_keys`, `sort_pairs`, `compact`,
-//! `reduce_by_key`, `segreduce`, `spmv`; `arch` is `major * 10 + minor` (90 for sm_90);
+//! other versions are rejected. Families: `reduce`, `scan`, `sort_keys`, `sort_pairs`, `merge`,
+//! `compact`, `reduce_by_key`, `segreduce`, `spmv`, `radix_keys`, `radix_pairs`, `radix_segments`,
+//! `radix_segment_pairs`; `arch` is `major * 10 + minor` (90 for sm_90);
 //! `size_class` is 2, 4, 8 or 16 bytes per tile element ([`size_class`]). An entry overrides the
 //! table for its architecture and newer ones, like the table's own entries.
 
@@ -119,6 +120,10 @@ pub enum Family {
     SortKeys,
     /// Mergesort and merge of keys with values or indices (size class: key + value size).
     SortPairs,
+    /// The merge of two sorted sequences of keys (size class: the key's size); where it has no
+    /// entry, the merge sort's (`SortKeys`). Its tiles hold no blocksort or four-way pass, so
+    /// they may be larger.
+    Merge,
     /// Single-pass compaction: select, partition, unique, non-trivial runs (size class: key +
     /// value size).
     Compact,
@@ -153,6 +158,7 @@ impl Family {
             Family::Scan => "scan",
             Family::SortKeys => "sort_keys",
             Family::SortPairs => "sort_pairs",
+            Family::Merge => "merge",
             Family::Compact => "compact",
             Family::ReduceByKey => "reduce_by_key",
             Family::SegReduce => "segreduce",
@@ -178,6 +184,7 @@ impl Family {
             "scan" => Some(Family::Scan),
             "sort_keys" => Some(Family::SortKeys),
             "sort_pairs" => Some(Family::SortPairs),
+            "merge" => Some(Family::Merge),
             "compact" => Some(Family::Compact),
             "reduce_by_key" => Some(Family::ReduceByKey),
             "segreduce" => Some(Family::SegReduce),
@@ -454,6 +461,14 @@ const TABLE: &[Entry] = &[
     e(Family::SortKeys, 90, 8, 256, 17, 3),
     e(Family::SortPairs, 90, 8, 256, 17, 2),
     e(Family::SortPairs, 90, 16, 256, 9, 3),
+    // The merge of two sequences, sm_90, H100, 2026-11-27: `mgpu bench merge --sizes 26..28
+    // --types i32` with MGPU_TUNING, ratio to CUB DeviceMerge at 2^26 | 2^27 | 2^28 in one run:
+    //   256x23x6 (sort_keys') 0.997 | 0.999 | 0.999; 256x27x6 1.018 | 1.012 | 1.006; 256x31x4
+    //   1.000 | 1.002 | 1.007; 256x29x5 0.998 | 0.927 | 1.010; 512x15x3 0.978 | 0.976 | 0.982.
+    // Larger tiles leave fewer boundaries to search (the partition took 66-71 us for 256x23x6's
+    // 45,592 at 2^28). Sub-word keys keep the sort's class (they go through registers).
+    e(Family::Merge, 90, 2, 256, 17, 4),
+    e(Family::Merge, 90, 4, 256, 27, 6),
     // Compaction, sm_90, H100 SXM, 2026-11-23: `mgpu bench <select|unique|rle|reduce-by-key>
     // --sizes 27 --types i32 --no-peer` with MGPU_TUNING, ms at 2^27 (memcpy 0.365):
     //   select-if 50% | unique run 500 | rle run 500 | reduce-by-key run 500
@@ -633,8 +648,11 @@ pub fn lookup_for(family: Family, arch: u32, elem_size: usize, items: u64) -> Re
 pub fn lookup(family: Family, arch: u32, elem_size: usize) -> Result<Tuning> {
     let file = file_entries()?;
     let from_file = best_entry(file.iter(), family, arch, elem_size);
-    let from_table =
-        best_entry(TABLE.iter(), family, arch, elem_size).unwrap_or(Tuning::new(128, 7, 4));
+    let from_table = best_entry(TABLE.iter(), family, arch, elem_size);
+    if family == Family::Merge && from_file.is_none() && from_table.is_none() {
+        return lookup(Family::SortKeys, arch, elem_size);
+    }
+    let from_table = from_table.unwrap_or(Tuning::new(128, 7, 4));
     let mut t = from_file.unwrap_or(from_table);
     let max = family.max_tile_bytes();
     // The radix tiles are striped per warp: any VT is free of bank conflicts, so 16-byte pairs
@@ -902,6 +920,20 @@ mod tests {
     }
 
     #[test]
+    fn merge_falls_back_to_the_sorts_tiles() {
+        if file_entries().is_ok_and(|f| !f.is_empty()) {
+            return; // a tuning file may name either family
+        }
+        let merge = |arch, elem| lookup(Family::Merge, arch, elem).unwrap();
+        let sort = |arch, elem| lookup(Family::SortKeys, arch, elem).unwrap();
+        assert_eq!(merge(90, 4), Tuning::new(256, 27, 6));
+        assert_eq!(merge(90, 8), sort(90, 8));
+        assert_eq!(merge(90, 2), sort(90, 2));
+        assert_eq!(merge(80, 4), sort(80, 4));
+        assert_eq!(merge(100, 4), merge(90, 4));
+    }
+
+    #[test]
     fn small_sorts_take_their_band() {
         if file_entries().is_ok_and(|f| !f.is_empty()) {
             return; // a tuning file holds at every size
@@ -1021,6 +1053,7 @@ mod tests {
             Family::Scan,
             Family::SortKeys,
             Family::SortPairs,
+            Family::Merge,
             Family::Compact,
             Family::ReduceByKey,
             Family::SegReduce,

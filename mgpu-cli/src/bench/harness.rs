@@ -573,8 +573,10 @@ fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
         (Family::RadixKeys, s)
     } else if starts("sort-pairs") {
         (Family::SortPairs, 2 * s)
-    } else if starts("sort-keys") || starts("merge") {
+    } else if starts("sort-keys") {
         (Family::SortKeys, s)
+    } else if starts("merge") {
+        (Family::Merge, s)
     } else if starts("unique-by-key") {
         (Family::Compact, 2 * s)
     } else if starts("rle") {

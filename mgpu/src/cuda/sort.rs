@@ -40,6 +40,9 @@ pub struct MergeSpec {
     pub nan_free: Option<&'static str>,
     /// The tuning.
     pub tuning: Tuning,
+    /// A merge of two sequences alone (`mgpu_merge` and its partition), whose tile may be one
+    /// the merge sort's kernels cannot take (`Family::Merge`).
+    pub sequences: bool,
 }
 
 impl MergeSpec {
@@ -56,6 +59,19 @@ impl MergeSpec {
             comparator: Expr::new(comparator.cuda_expression(), comparator.cuda_helpers()),
             nan_free: comparator.nan_free_expression(),
             tuning: *tuning,
+            sequences: false,
+        }
+    }
+
+    /// The spec of a merge of two sequences ([`merge`]).
+    pub fn sequences<K: Element, V: Element>(
+        comparator: &Comparator<K>,
+        mode: SortValues,
+        tuning: &Tuning,
+    ) -> MergeSpec {
+        MergeSpec {
+            sequences: true,
+            ..MergeSpec::new::<K, V>(comparator, mode, tuning)
         }
     }
 }
@@ -117,7 +133,10 @@ impl KernelFamily for Merge {
     fn tuning(spec: &MergeSpec) -> Tuning {
         spec.tuning
     }
-    const TUNING: &'static [Family] = &[Family::SortKeys, Family::SortPairs];
+    fn compiles(spec: &MergeSpec, kernel: &str) -> bool {
+        !spec.sequences || matches!(kernel, "mgpu_merge_partition" | "mgpu_merge")
+    }
+    const TUNING: &'static [Family] = &[Family::SortKeys, Family::SortPairs, Family::Merge];
     fn instances(arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
         let mut out = Vec::new();
         crate::for_each_arithmetic!(merge_instances(arch, table, &mut out));
@@ -162,6 +181,12 @@ fn merge_instances<K: Arithmetic>(
             );
         }
         let keys = table(Family::SortKeys, k)?;
+        // The merge of two sequences of keys, in its own family's tile.
+        let merge = table(Family::Merge, k)?;
+        let spec = MergeSpec::sequences::<K, K>(comparator, SortValues::None, &merge);
+        let label = format!("{} None sequences", comparator.name());
+        let desc = ElementDesc::of::<K>();
+        out.push(Instance::of::<Merge>(&spec, Family::Merge, desc, label).primary(c == 0));
         for t in tuning::bands(Family::SortKeys, arch, k) {
             if t != keys {
                 let spec = MergeSpec::new::<K, K>(comparator, SortValues::None, &t);
@@ -501,7 +526,7 @@ pub(crate) fn merge<K: Element, V: Element>(
     if total == 0 {
         return Ok(());
     }
-    let spec = MergeSpec::new::<K, V>(comparator, mode, tuning);
+    let spec = MergeSpec::sequences::<K, V>(comparator, mode, tuning);
     let module = gpu.module::<Merge>(&spec, part::<Merge>("merge_sequences"))?;
     let num_tiles = total.div_ceil(tuning.nv() as u64);
     let splits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 8)?;
