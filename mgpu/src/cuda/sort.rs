@@ -63,7 +63,7 @@ impl MergeSpec {
         }
     }
 
-    /// The spec of a merge of two sequences ([`merge`]).
+    /// The spec of a merge of two sequences (`Context::merge`, `Context::merge_pairs`).
     pub fn sequences<K: Element, V: Element>(
         comparator: &Comparator<K>,
         mode: SortValues,
