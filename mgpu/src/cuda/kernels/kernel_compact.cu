@@ -20,6 +20,7 @@
 //                    2: in input order into their own outputs (partition_copy)
 //   MGPU_REDUCE_BY_KEY, MGPU_NON_TRIVIAL_RUNS: the module is mgpu_reduce_by_key or
 //                    mgpu_non_trivial_runs instead of mgpu_compact
+//   MGPU_PREFETCH_LATER_TILE  hint L2 about a later tile's keys (prefetch_later_tile)
 //   C                the count type: unsigned (4 bytes, packed look-back status) or u64
 
 #if !MGPU_VALUES
