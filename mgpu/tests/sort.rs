@@ -281,6 +281,41 @@ fn merge_keys_and_pairs() {
     }
 }
 
+/// Merges of 2^25 keys: past 4,096 tile boundaries each is searched by one thread alone (the
+/// searches above have teams of lanes), over ranges that start past A's first key once the
+/// diagonal is longer than B.
+#[test]
+fn merge_with_many_tile_boundaries() {
+    let Some(ctx) = gpu() else { return };
+    let mut r = rng();
+    let (na, nb) = ((1usize << 24) + 3, (1usize << 24) - 5);
+    let random: Vec<i32> = (0..na + nb).map(|_| r.random_range(0..1000)).collect();
+    let low: Vec<i32> = (0..na as i32).collect();
+    let high: Vec<i32> = (0..nb as i32).map(|x| x + na as i32).collect();
+    let cases: [(&str, Vec<i32>, Vec<i32>); 3] = [
+        (
+            "random with ties",
+            random[..na].to_vec(),
+            random[na..].to_vec(),
+        ),
+        ("A before B", low.clone(), high.clone()),
+        ("B before A", high, low),
+    ];
+    for (what, a, b) in cases {
+        for comp in [Comparator::<i32>::less(), Comparator::greater()] {
+            let (a, b) = (stable_sorted(&a, &comp).0, stable_sorted(&b, &comp).0);
+            let expect = serial_merge(&a, &b, &comp).0;
+            let (ab, bb) = (ctx.upload(&a).unwrap(), ctx.upload(&b).unwrap());
+            let mut out = ctx.upload(&vec![-7i32; a.len() + b.len() + 2]).unwrap();
+            ctx.merge(&ab, &bb, &mut out, &comp).unwrap();
+            let got = out.to_vec().unwrap();
+            let what = format!("{what}, {} {}+{}", comp.name(), a.len(), b.len());
+            same(&got[..expect.len()], &expect).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(&got[expect.len()..], &[-7, -7], "{what}: past the end");
+        }
+    }
+}
+
 #[test]
 fn sort_rejects_mismatched_lengths() {
     for ctx in backends() {

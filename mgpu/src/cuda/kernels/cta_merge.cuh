@@ -84,12 +84,30 @@ struct SearchTeam {
   }
 };
 
+// merge_path_within for one thread searching runs in global memory, by binary lifting from 0:
+// the answer is built from the high bit down, so the A key a step reads sits at an odd multiple
+// of the step (less one) whatever the diagonal. Neighbouring boundaries then read the same A keys
+// in every step longer than their distance, from L2 or in one request, and only B's keys go to
+// DRAM: with tens of thousands of boundaries the partition is bound by those scattered reads.
+template <typename Key, typename C>
+__device__ __forceinline__ u64 lifted_merge_path_within(const Key* a, const Key* b, u64 diag,
+                                                        u64 begin, u64 end, C comp) {
+  u64 at = 0;  // every A element before max(at, begin) comes before output `diag`
+  for (u64 step = end ? u64(1) << (63 - __clzll(end)) : 0; step; step >>= 1) {
+    u64 next = at + step;
+    // next <= begin: known (before the range); else A[next - 1] against B[diag - next].
+    if (next <= end && (next <= begin || !comp(b[diag - next], a[next - 1]))) at = next;
+  }
+  return at;
+}
+
 // merge_path_within by a team, for runs in global memory. Every lane of the team returns the
 // answer; all of them must call it with the same arguments.
 template <typename Key, typename C>
 __device__ __forceinline__ u64 team_merge_path_within(const SearchTeam& team, const Key* a,
                                                       const Key* b, u64 diag, u64 begin, u64 end,
                                                       C comp) {
+  if (team.lanes == 1) return lifted_merge_path_within(a, b, diag, begin, end, comp);
   while (begin < end) {
     unsigned probes;
     u64 mid = team.probe(begin, end - begin, probes);
