@@ -560,21 +560,22 @@ struct Band {
 //   512x21x3 0.098 (0.110) | 0.146 (0.169) | 0.203 (0.241) | 0.383 (0.459) | 0.754 (0.902)
 //   256x17x6 0.097 (0.107) | 0.142 (0.162) | 0.220 (0.261) | 0.422 (0.494)
 // and at 2^26 | 2^28: 256x23x6 2.78 (3.32) | 11.25 (13.58), 512x21x3 2.86 (3.48) | 11.24
-// (13.89). 512x17x3 up to 132 of its tiles (one wave of the searching pass on 132 SMs), the
-// table's 256x23x6 up to 396 (its wave), 512x21x3 up to 2^24 keys, the table above.
+// (13.89). 512x17x3 up to 264 of its tiles (one wave of the searching pass on 132 SMs, 2 CTAs
+// per SM), the table's 256x23x6 up to 528 (its wave, 4 per SM), 512x21x3 up to 2^24 keys, the
+// table above.
 const BANDS: &[Band] = &[
     band(
         Family::SortKeys,
         90,
         4,
-        132 * 512 * 17,
+        264 * 512 * 17,
         Tuning::new(512, 17, 3),
     ),
     band(
         Family::SortKeys,
         90,
         4,
-        396 * 256 * 23,
+        528 * 256 * 23,
         Tuning::new(256, 23, 6),
     ),
     band(Family::SortKeys, 90, 4, 1 << 24, Tuning::new(512, 21, 3)),
@@ -941,7 +942,8 @@ mod tests {
         let keys = |elem, n| lookup_for(Family::SortKeys, 90, elem, n).unwrap();
         let table = lookup(Family::SortKeys, 90, 4).unwrap();
         assert_eq!(keys(4, 1 << 20), Tuning::new(512, 17, 3));
-        assert_eq!(keys(4, 1 << 21), table);
+        assert_eq!(keys(4, 1 << 21), Tuning::new(512, 17, 3));
+        assert_eq!(keys(4, 5 << 19), table);
         assert_eq!(keys(4, 1 << 22), Tuning::new(512, 21, 3));
         assert_eq!(keys(4, 1 << 24), Tuning::new(512, 21, 3));
         assert_eq!(keys(4, (1 << 24) + 1), table);

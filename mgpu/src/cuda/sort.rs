@@ -414,9 +414,11 @@ pub(crate) fn sort<K: Element, V: Element>(
     // Four-way passes whose tiles all fit one wave search their own splits: a launch fewer per
     // pass (H100, 2^20 keys: 7-8% faster). Past a wave, the searches' latency comes back in each
     // wave, and the two-kernel pass is faster (2^22 i32 keys with 256x23x6, 713 tiles: 12%).
-    let searching = four_way_module.as_ref().is_some_and(|m| {
-        num_tiles <= gpu.sm_count as u64 * m.resident::<Merge4SearchingArgs>() as u64
-    });
+    // Its searches count in 32 bits (kernel_mergesort.cu): under 2^26 keys.
+    let searching = count < 1 << 26
+        && four_way_module.as_ref().is_some_and(|m| {
+            num_tiles <= gpu.sm_count as u64 * m.resident::<Merge4SearchingArgs>() as u64
+        });
     let quads = if levels >= 2 && !searching {
         Some(DeviceMem::alloc(gpu, (num_tiles as usize + 1) * 32)?)
     } else {

@@ -54,7 +54,9 @@ struct SearchTeam {
   }
   // This lane's probe of [lo, lo + span) (span > 0): the middle of its slice of `lanes` equal
   // slices (a team of one bisects), or, where the range is narrower than the team, every point.
-  __device__ __forceinline__ u64 probe(u64 lo, u64 span, unsigned& probes) const {
+  // I: u64, or u32 where every span is under 2^26 (the product below stays in 32 bits).
+  template <typename I>
+  __device__ __forceinline__ I probe(I lo, I span, unsigned& probes) const {
     probes = span < lanes ? (unsigned)span : lanes;
     if (span < lanes) return lo + rank;
     return lo + (span * (2 * rank + 1) >> (__ffs(lanes)));  // / (2 * lanes)
@@ -73,12 +75,13 @@ struct SearchTeam {
   // A round of probes at `mid` (`probes` of the lanes) moves a search over [lo, hi): `taken`
   // holds for a prefix of the lanes, lo moves past the last probe taken and hi to the first not
   // taken. `last` and `first` are those lanes' ranks, -1 where there is none.
-  __device__ __forceinline__ void narrow(bool taken, unsigned probes, u64 mid, u64& lo, u64& hi,
+  template <typename I>
+  __device__ __forceinline__ void narrow(bool taken, unsigned probes, I mid, I& lo, I& hi,
                                          int& last, int& first) const {
     int n = count(taken);
     last = n > 0 ? n - 1 : -1;
     first = (unsigned)n < probes ? n : -1;
-    u64 mid_taken = from(mid, last < 0 ? 0 : last), mid_not = from(mid, first < 0 ? 0 : first);
+    I mid_taken = from(mid, last < 0 ? 0 : last), mid_not = from(mid, first < 0 ? 0 : first);
     if (last >= 0) lo = mid_taken + 1;
     if (first >= 0) hi = mid_not;
   }

@@ -454,11 +454,13 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 // runs are consecutive in input order and every level puts its first input first on ties.
 
 // The four runs of a four-way pass that output position `gid` falls in: [r[i], r[i + 1]).
+template <typename I>
 struct RunGroup {
-  u64 r[5];
+  I r[5];
 };
-__device__ __forceinline__ RunGroup run_group(u64 gid, u64 width, u64 count) {
-  RunGroup g;
+template <typename I>
+__device__ __forceinline__ RunGroup<I> run_group(I gid, I width, I count) {
+  RunGroup<I> g;
   g.r[0] = gid / (4 * width) * (4 * width);
 #pragma unroll
   for (int i = 1; i < 5; ++i) g.r[i] = min(count, g.r[i - 1] + width);
@@ -467,9 +469,10 @@ __device__ __forceinline__ RunGroup run_group(u64 gid, u64 width, u64 count) {
 
 // The key at position `pos` of merge(X, Y), where `s` of the first `pos` outputs came from X
 // (pos < nx + ny).
-__device__ __forceinline__ K merged_at(const K* x, u64 nx, const K* y, u64 ny, u64 pos, u64 s,
+template <typename I>
+__device__ __forceinline__ K merged_at(const K* x, I nx, const K* y, I ny, I pos, I s,
                                        Comp comp) {
-  u64 j = pos - s;
+  I j = pos - s;
   if (j >= ny) return x[s];
   if (s >= nx) return y[j];
   K xk = x[s], yk = y[j];
@@ -478,8 +481,9 @@ __device__ __forceinline__ K merged_at(const K* x, u64 nx, const K* y, u64 ny, u
 
 // The last of the first `pos` outputs of merge(X, Y) (pos > 0), `s` of which came from X: Y's
 // candidate is the later one unless it is strictly before X's.
-__device__ __forceinline__ K merged_last(const K* x, const K* y, u64 pos, u64 s, Comp comp) {
-  u64 j = pos - s;
+template <typename I>
+__device__ __forceinline__ K merged_last(const K* x, const K* y, I pos, I s, Comp comp) {
+  I j = pos - s;
   if (s == 0) return y[j - 1];
   if (j == 0) return x[s - 1];
   K xk = x[s - 1], yk = y[j - 1];
@@ -489,13 +493,14 @@ __device__ __forceinline__ K merged_last(const K* x, const K* y, u64 pos, u64 s,
 // merge_path_within in merge(A, B) at `x` (answer in [s_begin, s_end]) and in merge(C, D) at `y`
 // (in [t_begin, t_end]) side by side: each step's loads for both go out together, so a probe of
 // the four-way split waits for the longer search, not for the two one after the other.
-__device__ __forceinline__ void merge_paths_within(const K* a, const K* b, u64 x, u64 s_begin,
-                                                   u64 s_end, const K* c, const K* d, u64 y,
-                                                   u64 t_begin, u64 t_end, u64& s, u64& t,
+template <typename I>
+__device__ __forceinline__ void merge_paths_within(const K* a, const K* b, I x, I s_begin,
+                                                   I s_end, const K* c, const K* d, I y,
+                                                   I t_begin, I t_end, I& s, I& t,
                                                    Comp comp) {
   while (s_begin < s_end || t_begin < t_end) {
     bool s_on = s_begin < s_end, t_on = t_begin < t_end;
-    u64 s_mid = (s_begin + s_end) / 2, t_mid = (t_begin + t_end) / 2;
+    I s_mid = (s_begin + s_end) / 2, t_mid = (t_begin + t_end) / 2;
     K ak{}, bk{}, ck{}, dk{};
     if (s_on) {
       ak = a[s_mid];
@@ -526,20 +531,22 @@ __device__ __forceinline__ void merge_paths_within(const K* a, const K* b, u64 x
 // How many of the first `diag` outputs of the pair of runs at `start` (lengths n1, n2) come from
 // the first run, read from the two-way splits of the same width, one every `step` outputs (diag
 // is a multiple of step).
-__device__ __forceinline__ u64 pair_split(const u64* pairs, u64 step, u64 start, u64 n1, u64 n2,
-                                          u64 diag) {
-  return diag == n1 + n2 ? n1 : pairs[(start + diag) / step] - start;
+template <typename I>
+__device__ __forceinline__ I pair_split(const u64* pairs, I step, I start, I n1, I n2,
+                                          I diag) {
+  return diag == n1 + n2 ? n1 : (I)(pairs[(start + diag) / step] - start);
 }
 
 // SearchTeam::narrow, which also moves the probes' splits (s, t): the last taken's to
 // (s_taken, t_taken), the first not taken's to (s_not, t_not).
+template <typename I>
 __device__ __forceinline__ void bisect_team(const SearchTeam& team, bool taken, unsigned probes,
-                                            u64 mid, u64 s, u64 t, u64& lo, u64& hi,
-                                            u64& s_taken, u64& t_taken, u64& s_not, u64& t_not) {
+                                            I mid, I s, I t, I& lo, I& hi,
+                                            I& s_taken, I& t_taken, I& s_not, I& t_not) {
   int last, first;
   team.narrow(taken, probes, mid, lo, hi, last, first);
-  u64 s_t = team.from(s, last < 0 ? 0 : last), s_n = team.from(s, first < 0 ? 0 : first);
-  u64 t_t = team.from(t, last < 0 ? 0 : last), t_n = team.from(t, first < 0 ? 0 : first);
+  I s_t = team.from(s, last < 0 ? 0 : last), s_n = team.from(s, first < 0 ? 0 : first);
+  I t_t = team.from(t, last < 0 ? 0 : last), t_n = team.from(t, first < 0 ? 0 : first);
   if (last >= 0) {
     s_taken = s_t;
     t_taken = t_t;
@@ -559,29 +566,30 @@ __device__ __forceinline__ void bisect_team(const SearchTeam& team, bool taken, 
 // bounded by what earlier probes learned. One thread bisecting alone waits for ~13 probes of two
 // searches each (60-75 us a pass under ncu at 2^20, 179 boundaries); a step finer than NV
 // narrows the window, and with it the inner searches.
-__device__ __forceinline__ void four_way_split(const SearchTeam& team, const K* keys, u64 count,
-                                               u64 width, u64 step, const u64* pairs, u64 gid,
-                                               u64 (&q)[4], Comp comp) {
-  RunGroup g = run_group(gid, width, count);
+template <typename I>
+__device__ __forceinline__ void four_way_split(const SearchTeam& team, const K* keys, I count,
+                                               I width, I step, const u64* pairs, I gid,
+                                               I (&q)[4], Comp comp) {
+  RunGroup<I> g = run_group(gid, width, count);
   const K* a = keys + g.r[0];
   const K* b = keys + g.r[1];
   const K* c = keys + g.r[2];
   const K* d = keys + g.r[3];
-  u64 na = g.r[1] - g.r[0], nb = g.r[2] - g.r[1], nc = g.r[3] - g.r[2], nd = g.r[4] - g.r[3];
-  u64 nab = na + nb, ncd = nc + nd;
-  u64 k = gid - g.r[0];
-  u64 lo = k > ncd ? k - ncd : 0, hi = min(k, nab);
+  I na = g.r[1] - g.r[0], nb = g.r[2] - g.r[1], nc = g.r[3] - g.r[2], nd = g.r[4] - g.r[3];
+  I nab = na + nb, ncd = nc + nd;
+  I k = gid - g.r[0];
+  I lo = k > ncd ? k - ncd : 0, hi = min(k, nab);
   // Merge path over AB and CD: x = the first position in [lo, hi) where AB's key is not taken,
   // i.e. CD[k - 1 - x] is strictly before AB[x]; hi if none.
   // Coarse: grid points x = j * step in [lo, hi).
-  u64 j_first = (lo + step - 1) / step, j_end = hi == 0 ? 0 : (hi - 1) / step + 1;
+  I j_first = (lo + step - 1) / step, j_end = hi == 0 ? 0 : (hi - 1) / step + 1;
   j_end = max(j_end, j_first);
   // The splits at the last grid point taken (s_true, t_true) and the first not taken.
-  u64 j_lo = j_first, j_hi = j_end, s_true = 0, t_true = 0, s_false = 0, t_false = 0;
+  I j_lo = j_first, j_hi = j_end, s_true = 0, t_true = 0, s_false = 0, t_false = 0;
   while (j_lo < j_hi) {
     unsigned probes;
-    u64 j = team.probe(j_lo, j_hi - j_lo, probes), x = j * step;
-    u64 s = 0, t = 0;
+    I j = team.probe(j_lo, j_hi - j_lo, probes), x = j * step;
+    I s = 0, t = 0;
     bool taken = false;
     if (team.rank < probes) {
       s = pair_split(pairs, step, g.r[0], na, nb, x);
@@ -600,12 +608,12 @@ __device__ __forceinline__ void four_way_split(const SearchTeam& team, const K* 
   // [t_lo, t_hi]. The grid points on either side give the first bounds (s grows with x, t with
   // k - x); where one is missing, the grid point just beyond the window stands in. Each round of
   // probes narrows them.
-  u64 s_lo, s_hi, t_lo, t_hi;
+  I s_lo, s_hi, t_lo, t_hi;
   if (has_true) {
     s_lo = s_true;
     t_hi = t_true;
   } else {
-    u64 ga = lo / step * step;
+    I ga = lo / step * step;
     s_lo = pair_split(pairs, step, g.r[0], na, nb, ga);
     // k - ga >= k - lo
     t_hi = k - ga >= ncd ? nc : pair_split(pairs, step, g.r[2], nc, nd, k - ga);
@@ -614,19 +622,19 @@ __device__ __forceinline__ void four_way_split(const SearchTeam& team, const K* 
     s_hi = s_false;
     t_lo = t_false;
   } else {
-    u64 gc = (k - hi) / step * step;
+    I gc = (k - hi) / step * step;
     t_lo = pair_split(pairs, step, g.r[2], nc, nd, gc);
     s_hi = k - gc >= nab ? na : pair_split(pairs, step, g.r[0], na, nb, k - gc);  // >= hi
   }
   // s(x) and t(y) by merge path searches within the bounds.
-  auto splits = [&](u64 x, u64 y, u64& s, u64& t) {
+  auto splits = [&](I x, I y, I& s, I& t) {
     merge_paths_within(a, b, x, max(s_lo, x > nb ? x - nb : 0), min(s_hi, min(x, na)), c, d, y,
                        max(t_lo, y > nd ? y - nd : 0), min(t_hi, min(y, nc)), s, t, comp);
   };
-  u64 s = 0, t = 0;
+  I s = 0, t = 0;
   while (lo < hi) {
     unsigned probes;
-    u64 x = team.probe(lo, hi - lo, probes), y = k - 1 - x;
+    I x = team.probe(lo, hi - lo, probes), y = k - 1 - x;
     bool taken = false;
     if (team.rank < probes) {
       splits(x, y, s, t);
@@ -683,7 +691,7 @@ __device__ __forceinline__ void merge4_tile(SortStorage& s, const K* keys_in, co
   u64 tile = blockIdx.x;
   u64 out_begin = tile * MGPU_NV;
   u64 out_end = min(out_begin + MGPU_NV, count);
-  RunGroup g = run_group(out_begin, width, count);
+  RunGroup<u64> g = run_group(out_begin, width, count);
   bool last = out_end >= g.r[4];  // the group's last tile ends at its runs' ends
   u64 begin[4];
   int ends[4];
@@ -753,9 +761,13 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 // A four-way pass whose CTAs find their own tile's four-way splits (four_way_split, a warp at
 // each end) from the two-way splits `pairs`: where tiles are few, one launch in the chain fewer
 // than mgpu_merge4_partition, then mgpu_merge4_pass. Each boundary is searched twice, by the
-// tiles on either side of it.
+// tiles on either side of it. Only for sorts of fewer than 2^26 keys (the host's rule), so the
+// search counts in 32 bits: in 64 it took 80 registers, one CTA of 512 threads per SM. In 32,
+// 4-byte keys and values fit 64 (1024 threads per SM); 8-byte ones spill there (NVRTC 13.0).
 #ifdef MGPU_WANT_mgpu_merge4_pass_searching
-extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
+#define MGPU_SEARCHING_CTAS \
+  (sizeof(K) <= 4 && (MGPU_VALUES == 0 || sizeof(V) <= 4) && MGPU_NT <= 512 ? 1024 / MGPU_NT : 1)
+extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_SEARCHING_CTAS)
     mgpu_merge4_pass_searching(const K* keys_in, const V* values_in, K* keys_out,
                                V* values_out, u64 count, u64 width, u64 step,
                                const u64* pairs, const unsigned* nan_flag, unsigned token) {
@@ -764,9 +776,10 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
   int warp = threadIdx.x / MGPU_WARP;
   if (warp < 2) {
     SearchTeam team(MGPU_WARP);
-    u64 found[4];
-    u64 gid = min(((u64)blockIdx.x + warp) * MGPU_NV, count);
-    four_way_split(team, keys_in, count, width, step, pairs, gid, found, Comp());
+    unsigned found[4];
+    unsigned gid = (unsigned)min(((u64)blockIdx.x + warp) * MGPU_NV, count);
+    four_way_split<unsigned>(team, keys_in, (unsigned)count, (unsigned)width, (unsigned)step,
+                             pairs, gid, found, Comp());
     if (team.rank == 0) {
 #pragma unroll
       for (int r = 0; r < 4; ++r) q[warp][r] = found[r];
