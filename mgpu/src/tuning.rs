@@ -530,6 +530,13 @@ const TABLE: &[Entry] = &[
     e(Family::Compact, 90, 2, 128, 15, 4),
     e(Family::Compact, 90, 4, 128, 23, 6),
     e(Family::Compact, 90, 8, 128, 31, 4),
+    // 8-byte keys with 8-byte values took sm_70's 128x7x4: too few loads in flight per SM.
+    //   2026-11-27, H100 SXM, `mgpu bench unique --rows unique-by-key/run1,...,run500 --sizes 26
+    //   --types i64` with MGPU_TUNING, ms for runs of mean 1 | 2 | 10 | 500 (CUB 0.815 | 0.637 |
+    //   0.449 | 0.396): 128x7x4 0.864 | 0.700 | 0.507 | 0.429; 128x15x4 0.782 | 0.622 | 0.440 |
+    //   0.326; 128x15x5 0.772 | 0.596 | 0.414 | 0.295; 128x11x6 0.788 | 0.615 | 0.421 | 0.315;
+    //   128x19x4 0.767 | 0.596 | 0.416 | 0.297. 128x15x5: 96 registers at most, no spill.
+    e(Family::Compact, 90, 16, 128, 15, 5),
     // Reduce-by-key once its tiles read their items from shared memory twice (56 registers at
     //   128x31), sm_90, H100 SXM, 2026-11-23, `mgpu bench reduce-by-key --sizes 28 --types i32
     //   --no-peer` with MGPU_TUNING, ms for runs of mean 1 | 2 | 10 | 500: 128x31x4 (Compact's

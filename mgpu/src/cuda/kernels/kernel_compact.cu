@@ -28,10 +28,10 @@ typedef T V;
 #endif
 
 // Values that travel with kept keys only (no rejected output) may be read only where a key is
-// kept: by the 16-byte vectors that hold one, once the keys decided, while the tile looks back.
-// Runs of 500 skip nearly every vector (and the DRAM sectors they lie in). Where most keys are
-// kept, few vectors are skipped and the later load costs more than it saves: a CTA loads all
-// of a tile's values with its keys after a tile that kept more than a quarter of its items.
+// kept: each thread copies its kept items' values as soon as its keys decided, while the tile
+// scans and looks back. Runs of 500 skip nearly every DRAM sector of the values. Where most keys
+// are kept, few sectors are skipped and the later load costs more than it saves: a CTA loads
+// all of a tile's values with its keys after a tile that kept more than a quarter of its items.
 #define MGPU_SPARSE_VALUES (MGPU_VALUES && !MGPU_REJECTED)
 
 struct CountPlus {
@@ -49,8 +49,7 @@ struct CompactStorage {
   __align__(16) V values[MGPU_NV];
 #endif
 #if MGPU_SPARSE_VALUES
-  unsigned kept[MGPU_NV / 32 + 1];  // a bit per item of the tile: kept
-  int values_eager;                 // the next tile loads all its values with its keys
+  int values_eager;  // the next tile loads all its values with its keys
 #endif
   CtaScanStorageOf<C> scan;
   C tile_prefix;
@@ -95,38 +94,20 @@ __device__ __forceinline__ void prefetch_later_tile(const Input& keys, i64 tile,
 }
 
 #if MGPU_SPARSE_VALUES
-// Marks the thread's kept items (bit i of `bits` is item first + i) in the tile's bit map.
-__device__ __forceinline__ void mark_kept(unsigned* map, int first, unsigned bits) {
-  if (!bits) return;
-  int word = first / 32, shift = first % 32;
-  atomicOr(&map[word], bits << shift);
-  if (shift && (bits >> (32 - shift))) atomicOr(&map[word + 1], bits >> (32 - shift));
-}
-
-// The values of the kept items of a tile to their places in shared memory, with cp.async where
-// the tile is whole and aligned (complete after cp_async_wait_all); the others are not read.
-__device__ __forceinline__ void kept_values_to_shared(const V* src, int n, const unsigned* map,
-                                                      V* shared, int tid) {
-  constexpr int VEC = (16 % sizeof(V) == 0) ? 16 / (int)sizeof(V) : 1;
-  if (VEC > 1 && n == MGPU_NV && ((size_t)src & 15) == 0) {
-    constexpr int CHUNKS = MGPU_NV / VEC;
-#pragma unroll
-    for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
-      int c = i * MGPU_NT + tid;
-      if (CHUNKS % MGPU_NT == 0 || c < CHUNKS) {
-        unsigned any = (map[c * VEC / 32] >> (c * VEC % 32)) & ((1u << VEC) - 1);
-        if (any)
-          cp_async<16>(reinterpret_cast<uint4*>(shared) + c,
-                       reinterpret_cast<const uint4*>(src) + c);
-      }
-    }
-  } else {
-    // Not unrolled: the thread's keys are live here, and VT loads in flight beside them spill.
-#pragma unroll 1
-    for (int i = 0; i < MGPU_VT; ++i) {
-      int j = i * MGPU_NT + tid;
-      if (j < n && (map[j / 32] >> (j % 32)) & 1u) shared[j] = src[j];
-    }
+// The values of the thread's kept items (bit i of `bits`: item first + i) to their places in
+// shared memory, with cp.async where V allows (complete after cp_async_wait_all); the others are
+// not read. A loop over the kept items, not unrolled over VT: the thread's keys are live here.
+__device__ __forceinline__ void kept_values_to_shared(const V* src, int first, unsigned bits,
+                                                      V* shared) {
+  constexpr bool ASYNC =
+      (sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16) && alignof(V) >= sizeof(V);
+  while (bits) {
+    int j = first + __ffs(bits) - 1;
+    bits &= bits - 1;
+    if constexpr (ASYNC)
+      cp_async<sizeof(V)>(shared + j, src + j);
+    else
+      shared[j] = src[j];
   }
 }
 #endif
@@ -150,8 +131,6 @@ __device__ __forceinline__ void compact_tile(CompactStorage& storage, const Inpu
                                    tid);
 #if MGPU_SPARSE_VALUES
   if (EAGER) load_plain_to_shared<V, false>(values + base, n, storage.values, tid);
-  else
-    for (int w = tid; w < MGPU_NV / 32 + 1; w += MGPU_NT) storage.kept[w] = 0;
 #elif MGPU_VALUES
   load_plain_to_shared<V, false>(values + base, n, storage.values, tid);
 #endif
@@ -190,20 +169,16 @@ __device__ __forceinline__ void compact_tile(CompactStorage& storage, const Inpu
     if (keep && first + i < n) kept_bits |= 1u << i;
   }
 #if MGPU_SPARSE_VALUES
-  if (!EAGER) mark_kept(storage.kept, first, kept_bits);
+  if (!EAGER) kept_values_to_shared(values + base, first, kept_bits, storage.values);
 #endif
   int thread_kept = __popc(kept_bits);
   C tile_kept;
   C thread_prefix =
       cta_scan_exclusive((C)thread_kept, CountPlus(), (C)0, tile_kept, storage.scan);
 #if MGPU_SPARSE_VALUES
-  // The scan's barrier completed the map: the kept values load while the tile looks back.
-  if (!EAGER) {
-    kept_values_to_shared(values + base, n, storage.kept, storage.values, tid);
-    if (values_in_place) {
-      cp_async_wait_all();
-      __syncthreads();
-    }
+  if (!EAGER && values_in_place) {
+    cp_async_wait_all();
+    __syncthreads();
   }
   if (tid == 0) storage.values_eager = (int)tile_kept > n / 4;
 #endif
