@@ -127,6 +127,11 @@ pub enum Family {
     /// Single-pass compaction: select, partition, unique, non-trivial runs (size class: key +
     /// value size).
     Compact,
+    /// Compaction of keys with values that go with the kept keys alone (select with values,
+    /// unique by key; size class: key + value size); where it has no entry, `Compact`'s. Its
+    /// tiles read the values only where a key is kept, and run at other shapes than those that
+    /// write every item.
+    CompactPairs,
     /// Single-pass reduce-by-key and run-length encode (size class: key + value size, or key +
     /// length size for run-length encode). Its tiles read their items from shared memory
     /// twice instead of holding them in registers, so they run at other occupancies than
@@ -160,6 +165,7 @@ impl Family {
             Family::SortPairs => "sort_pairs",
             Family::Merge => "merge",
             Family::Compact => "compact",
+            Family::CompactPairs => "compact_pairs",
             Family::ReduceByKey => "reduce_by_key",
             Family::SegReduce => "segreduce",
             Family::Spmv => "spmv",
@@ -169,6 +175,16 @@ impl Family {
             Family::RadixSegmentPairs => "radix_segment_pairs",
         }
     }
+    /// The family whose tunings a family takes where it has none of its own: a variant's
+    /// kernels run the general family's where no measurement set them apart.
+    pub fn falls_back_to(self) -> Option<Family> {
+        match self {
+            Family::Merge => Some(Family::SortKeys),
+            Family::CompactPairs => Some(Family::Compact),
+            _ => None,
+        }
+    }
+
     /// The most bytes a tile of the family's kernels may stage in shared memory.
     pub fn max_tile_bytes(self) -> usize {
         match self {
@@ -186,6 +202,7 @@ impl Family {
             "sort_pairs" => Some(Family::SortPairs),
             "merge" => Some(Family::Merge),
             "compact" => Some(Family::Compact),
+            "compact_pairs" => Some(Family::CompactPairs),
             "reduce_by_key" => Some(Family::ReduceByKey),
             "segreduce" => Some(Family::SegReduce),
             "spmv" => Some(Family::Spmv),
@@ -537,6 +554,18 @@ const TABLE: &[Entry] = &[
     //   0.326; 128x15x5 0.772 | 0.596 | 0.414 | 0.295; 128x11x6 0.788 | 0.615 | 0.421 | 0.315;
     //   128x19x4 0.767 | 0.596 | 0.416 | 0.297. 128x15x5: 96 registers at most, no spill.
     e(Family::Compact, 90, 16, 128, 15, 5),
+    // 4-byte keys with 4-byte values that go with the kept keys alone, once each thread copies
+    //   its kept items' values as its keys decide (2026-11-27, H100 SXM, `mgpu bench unique
+    //   --rows unique-by-key/run1,...,run500 --sizes 28 --types i32 --no-peer` with MGPU_TUNING
+    //   `compact 90 8 ...`, ms for runs of mean 1 | 2 | 10 | 500): 128x31x4 1.564 | 1.271 | 1.026
+    //   | 0.737; 128x23x5 1.594 | 1.265 | 1.018 | 0.760; 128x19x6 1.608 | 1.294 | 1.012 | 0.776;
+    //   128x15x8 1.624 | 1.299 | 0.986 | 0.767; 256x15x4 1.560 | 1.234 | 0.931 | 0.714; 256x13x4
+    //   1.596 | 1.269 | 0.966 | 0.771; 256x11x4 1.650 | 1.322 | 1.030 | 0.848; 256x15x3 1.635 |
+    //   1.316 | 1.032 | 0.827. 256x15x4 spills 4 bytes for unique by key (f32 under NVRTC 13.0,
+    //   i32 with 64-bit counts under 13.5): 256x13x4, clean under both. The same class's keys
+    //   alone (8-byte keys) keep 128x31x4: partition-if of i64 at 2^27 took 0.907 ms at 256x15x4,
+    //   0.815 at 128x31x4.
+    e(Family::CompactPairs, 90, 8, 256, 13, 4),
     // Reduce-by-key once its tiles read their items from shared memory twice (56 registers at
     //   128x31), sm_90, H100 SXM, 2026-11-23, `mgpu bench reduce-by-key --sizes 28 --types i32
     //   --no-peer` with MGPU_TUNING, ms for runs of mean 1 | 2 | 10 | 500: 128x31x4 (Compact's
@@ -657,8 +686,10 @@ pub fn lookup(family: Family, arch: u32, elem_size: usize) -> Result<Tuning> {
     let file = file_entries()?;
     let from_file = best_entry(file.iter(), family, arch, elem_size);
     let from_table = best_entry(TABLE.iter(), family, arch, elem_size);
-    if family == Family::Merge && from_file.is_none() && from_table.is_none() {
-        return lookup(Family::SortKeys, arch, elem_size);
+    if let Some(general) = family.falls_back_to() {
+        if from_file.is_none() && from_table.is_none() {
+            return lookup(general, arch, elem_size);
+        }
     }
     let from_table = from_table.unwrap_or(Tuning::new(128, 7, 4));
     let mut t = from_file.unwrap_or(from_table);
@@ -942,6 +973,19 @@ mod tests {
     }
 
     #[test]
+    fn compaction_pairs_fall_back_to_compaction() {
+        if file_entries().is_ok_and(|f| !f.is_empty()) {
+            return; // a tuning file may name either family
+        }
+        let pairs = |arch, elem| lookup(Family::CompactPairs, arch, elem).unwrap();
+        let compact = |arch, elem| lookup(Family::Compact, arch, elem).unwrap();
+        assert_eq!(pairs(90, 8), Tuning::new(256, 13, 4));
+        assert_ne!(pairs(90, 8), compact(90, 8));
+        assert_eq!(pairs(90, 16), compact(90, 16));
+        assert_eq!(pairs(80, 8), compact(80, 8));
+    }
+
+    #[test]
     fn small_sorts_take_their_band() {
         if file_entries().is_ok_and(|f| !f.is_empty()) {
             return; // a tuning file holds at every size
@@ -1064,6 +1108,7 @@ mod tests {
             Family::SortPairs,
             Family::Merge,
             Family::Compact,
+            Family::CompactPairs,
             Family::ReduceByKey,
             Family::SegReduce,
             Family::Spmv,

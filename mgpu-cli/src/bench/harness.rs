@@ -578,7 +578,7 @@ fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
     } else if starts("merge") {
         (Family::Merge, s)
     } else if starts("unique-by-key") {
-        (Family::Compact, 2 * s)
+        (Family::CompactPairs, 2 * s)
     } else if starts("rle") {
         (Family::ReduceByKey, s + 4)
     } else if starts("select") || starts("partition") || starts("unique") || starts("non-trivial") {
@@ -629,7 +629,11 @@ pub(crate) fn tuning_label(variant: &str, ty: &str, log2: u32) -> String {
     };
     if matches!(
         family,
-        Family::Compact | Family::ReduceByKey | Family::SegReduce | Family::Spmv
+        Family::Compact
+            | Family::CompactPairs
+            | Family::ReduceByKey
+            | Family::SegReduce
+            | Family::Spmv
     ) {
         t.vt = t.vt.min(31);
     }
@@ -659,6 +663,11 @@ mod tests {
             ("reduce-by-key/run2", "i32", Some((Family::ReduceByKey, 8))),
             ("reduce-sq", "f32", Some((Family::Reduce, 4))),
             ("select-if/50%", "i64", Some((Family::Compact, 8))),
+            (
+                "unique-by-key/run10",
+                "i32",
+                Some((Family::CompactPairs, 8)),
+            ),
             ("segreduce/fixed20", "f64", Some((Family::SegReduce, 8))),
             ("radix-keys/equal", "u16", Some((Family::RadixKeys, 2))),
             ("radix-pairs@+1", "i64", Some((Family::RadixPairs, 12))),

@@ -7,9 +7,9 @@ use super::Count;
 use crate::buffer::{output, ViewMut};
 use crate::context::{Backend, Context};
 use crate::cpu::compact as reference;
-use crate::cuda::compact::KeyTest;
+use crate::cuda::compact::{KeyTest, Rejected};
 use crate::error::{Error, LengthRule, Result};
-use crate::tuning::{self, Family};
+use crate::tuning;
 use crate::{Element, Equality, Op, SliceMut};
 
 impl Context {
@@ -21,7 +21,7 @@ impl Context {
     ) -> Result<Option<u64>> {
         let n = job.check()?;
         let count = count.validate(self)?;
-        let tuning = compact_tuning::<K, V>(self, job.values.is_some())?;
+        let tuning = compact_tuning::<K, V>(self, job.values.is_some(), job.rejected)?;
         match &self.backend {
             Backend::Cpu => {
                 let keys = job.keys.host_input();
@@ -56,6 +56,7 @@ impl Context {
 fn compact_tuning<K: Element, V: Element>(
     ctx: &Context,
     with_values: bool,
+    rejected: Rejected,
 ) -> Result<crate::Tuning> {
     let values = if with_values {
         std::mem::size_of::<V>()
@@ -63,7 +64,8 @@ fn compact_tuning<K: Element, V: Element>(
         0
     };
     let table = tuning::table(ctx.arch());
-    crate::cuda::compact::tuning(&table, Family::Compact, std::mem::size_of::<K>(), values)
+    let family = crate::cuda::compact::family_of(with_values, rejected);
+    crate::cuda::compact::tuning(&table, family, std::mem::size_of::<K>(), values)
 }
 
 /// The length checks of reduce-by-key and run-length encoding, before anything runs: `values`

@@ -232,6 +232,15 @@ pub fn tuning(
     Ok(t)
 }
 
+/// The tuning family of a compaction: values that go with the kept keys alone (no rejected
+/// output) are read where a key is kept, in tiles of `Family::CompactPairs`.
+pub fn family_of(values: bool, rejected: Rejected) -> Family {
+    match (values, rejected) {
+        (true, Rejected::Dropped) => Family::CompactPairs,
+        _ => Family::Compact,
+    }
+}
+
 /// The non-trivial runs kernel holds a thread's keys and three masks across its loop: the
 /// compaction table's entry for its keys, at most 128x23 at OCC 4 (at 128x31x4 it spilled for
 /// f32 and i64 keys).
@@ -273,7 +282,8 @@ fn compact_instances<K: Arithmetic>(table: TableTuning<'_>, out: &mut Vec<Instan
             } else {
                 KeyTest::Predicate(&pred)
             };
-            let t = tuning(table, Family::Compact, k, if v.values { k } else { 0 })?;
+            let family = family_of(v.values, v.rejected);
+            let t = tuning(table, family, k, if v.values { k } else { 0 })?;
             let spec = CompactModule::new::<K, K>(v, &test, None, &t);
             let primary = !wide_count && (i == 0 || i == 4);
             out.push(

@@ -763,10 +763,11 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 // than mgpu_merge4_partition, then mgpu_merge4_pass. Each boundary is searched twice, by the
 // tiles on either side of it. Only for sorts of fewer than 2^26 keys (the host's rule), so the
 // search counts in 32 bits: in 64 it took 80 registers, one CTA of 512 threads per SM. In 32,
-// 4-byte keys and values fit 64 (1024 threads per SM); 8-byte ones spill there (NVRTC 13.0).
+// 4-byte keys and values fit 64 (1024 threads per SM); 8-byte ones, and sub-word keys with
+// indices, spill there (NVRTC 13.0 and 13.5).
 #ifdef MGPU_WANT_mgpu_merge4_pass_searching
 #define MGPU_SEARCHING_CTAS \
-  (sizeof(K) <= 4 && (MGPU_VALUES == 0 || sizeof(V) <= 4) && MGPU_NT <= 512 ? 1024 / MGPU_NT : 1)
+  (sizeof(K) == 4 && (MGPU_VALUES == 0 || sizeof(V) == 4) && MGPU_NT <= 512 ? 1024 / MGPU_NT : 1)
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_SEARCHING_CTAS)
     mgpu_merge4_pass_searching(const K* keys_in, const V* values_in, K* keys_out,
                                V* values_out, u64 count, u64 width, u64 step,
