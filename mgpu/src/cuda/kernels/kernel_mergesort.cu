@@ -470,8 +470,7 @@ __device__ __forceinline__ RunGroup<I> run_group(I gid, I width, I count) {
 // The key at position `pos` of merge(X, Y), where `s` of the first `pos` outputs came from X
 // (pos < nx + ny).
 template <typename I>
-__device__ __forceinline__ K merged_at(const K* x, I nx, const K* y, I ny, I pos, I s,
-                                       Comp comp) {
+__device__ __forceinline__ K merged_at(const K* x, I nx, const K* y, I ny, I pos, I s, Comp comp) {
   I j = pos - s;
   if (j >= ny) return x[s];
   if (s >= nx) return y[j];
@@ -494,10 +493,9 @@ __device__ __forceinline__ K merged_last(const K* x, const K* y, I pos, I s, Com
 // (in [t_begin, t_end]) side by side: each step's loads for both go out together, so a probe of
 // the four-way split waits for the longer search, not for the two one after the other.
 template <typename I>
-__device__ __forceinline__ void merge_paths_within(const K* a, const K* b, I x, I s_begin,
-                                                   I s_end, const K* c, const K* d, I y,
-                                                   I t_begin, I t_end, I& s, I& t,
-                                                   Comp comp) {
+__device__ __forceinline__ void merge_paths_within(const K* a, const K* b, I x, I s_begin, I s_end,
+                                                   const K* c, const K* d, I y, I t_begin, I t_end,
+                                                   I& s, I& t, Comp comp) {
   while (s_begin < s_end || t_begin < t_end) {
     bool s_on = s_begin < s_end, t_on = t_begin < t_end;
     I s_mid = (s_begin + s_end) / 2, t_mid = (t_begin + t_end) / 2;
@@ -532,8 +530,7 @@ __device__ __forceinline__ void merge_paths_within(const K* a, const K* b, I x, 
 // the first run, read from the two-way splits of the same width, one every `step` outputs (diag
 // is a multiple of step).
 template <typename I>
-__device__ __forceinline__ I pair_split(const u64* pairs, I step, I start, I n1, I n2,
-                                          I diag) {
+__device__ __forceinline__ I pair_split(const u64* pairs, I step, I start, I n1, I n2, I diag) {
   return diag == n1 + n2 ? n1 : (I)(pairs[(start + diag) / step] - start);
 }
 
@@ -541,8 +538,8 @@ __device__ __forceinline__ I pair_split(const u64* pairs, I step, I start, I n1,
 // (s_taken, t_taken), the first not taken's to (s_not, t_not).
 template <typename I>
 __device__ __forceinline__ void bisect_team(const SearchTeam& team, bool taken, unsigned probes,
-                                            I mid, I s, I t, I& lo, I& hi,
-                                            I& s_taken, I& t_taken, I& s_not, I& t_not) {
+                                            I mid, I s, I t, I& lo, I& hi, I& s_taken,
+                                            I& t_taken, I& s_not, I& t_not) {
   int last, first;
   team.narrow(taken, probes, mid, lo, hi, last, first);
   I s_t = team.from(s, last < 0 ? 0 : last), s_n = team.from(s, first < 0 ? 0 : first);
