@@ -959,30 +959,28 @@ mod tests {
     }
 
     #[test]
-    fn merge_falls_back_to_the_sorts_tiles() {
+    fn variants_fall_back_to_their_general_family() {
         if file_entries().is_ok_and(|f| !f.is_empty()) {
             return; // a tuning file may name either family
         }
-        let merge = |arch, elem| lookup(Family::Merge, arch, elem).unwrap();
-        let sort = |arch, elem| lookup(Family::SortKeys, arch, elem).unwrap();
-        assert_eq!(merge(90, 4), Tuning::new(256, 27, 6));
-        assert_eq!(merge(90, 8), sort(90, 8));
-        assert_eq!(merge(90, 2), sort(90, 2));
-        assert_eq!(merge(80, 4), sort(80, 4));
-        assert_eq!(merge(100, 4), merge(90, 4));
-    }
-
-    #[test]
-    fn compaction_pairs_fall_back_to_compaction() {
-        if file_entries().is_ok_and(|f| !f.is_empty()) {
-            return; // a tuning file may name either family
+        // (variant, its own entry on sm_90, the class it has one for, a class it has none for)
+        let cases = [
+            (Family::Merge, Tuning::new(256, 27, 6), 4, 8),
+            (Family::CompactPairs, Tuning::new(256, 13, 4), 8, 16),
+        ];
+        for (variant, own, class, other) in cases {
+            let general = variant.falls_back_to().unwrap();
+            let (v, g) = (
+                |arch, elem| lookup(variant, arch, elem).unwrap(),
+                |arch, elem| lookup(general, arch, elem).unwrap(),
+            );
+            assert_eq!(v(90, class), own, "{variant:?}");
+            assert_ne!(v(90, class), g(90, class), "{variant:?}");
+            assert_eq!(v(90, other), g(90, other), "{variant:?}");
+            assert_eq!(v(80, class), g(80, class), "{variant:?}");
+            assert_eq!(v(100, class), v(90, class), "{variant:?}");
         }
-        let pairs = |arch, elem| lookup(Family::CompactPairs, arch, elem).unwrap();
-        let compact = |arch, elem| lookup(Family::Compact, arch, elem).unwrap();
-        assert_eq!(pairs(90, 8), Tuning::new(256, 13, 4));
-        assert_ne!(pairs(90, 8), compact(90, 8));
-        assert_eq!(pairs(90, 16), compact(90, 16));
-        assert_eq!(pairs(80, 8), compact(80, 8));
+        assert_eq!(Family::Compact.falls_back_to(), None);
     }
 
     #[test]
