@@ -113,9 +113,9 @@ __device__ __forceinline__ void kept_values_to_shared(const V* src, int first, u
 #endif
 
 #if !MGPU_REDUCE_BY_KEY && !MGPU_NON_TRIVIAL_RUNS
-// One tile of mgpu_compact. A tile with sparse values (MGPU_SPARSE_VALUES) loads them after its
-// scan, an eager one with its keys: each case is compiled on its own (one body with both cases
-// ran both slower).
+// One tile of mgpu_compact. A tile with sparse values (MGPU_SPARSE_VALUES) copies the kept ones
+// once its keys decided, an eager one loads them all with its keys: each case is compiled on its
+// own (one body with both cases ran both slower).
 template <bool EAGER, typename Lookback>
 __device__ __forceinline__ void compact_tile(CompactStorage& storage, const Input& keys,
                                              const V* values, T* keys_out, V* values_out,
@@ -218,7 +218,7 @@ __device__ __forceinline__ void compact_tile(CompactStorage& storage, const Inpu
                  tid);
 #if MGPU_SPARSE_VALUES
   // A sparse tile's kept values, in order, over the stored keys: one shared copy each, where
-  // registers would hold them across the look-back (and the kept ones arrive after the scan).
+  // registers would hold them across the look-back (and they arrive during the scan).
   V* staged_values = storage.values;
   if (!EAGER) {
     staged_values = reinterpret_cast<V*>(storage.keys);
