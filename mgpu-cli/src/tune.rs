@@ -61,8 +61,8 @@ struct Target {
     family: Family,
     /// Bytes per tile element (what `validate` and the size class are about).
     elem: usize,
-    /// The bench rows that count (their variant), or every row.
-    rows: Option<&'static str>,
+    /// The bench rows that count.
+    rows: Rows,
     /// VT values swept (odd, but for the radix sort's).
     vts: &'static [u32],
     /// NT values swept.
@@ -71,9 +71,24 @@ struct Target {
     max_items: u32,
 }
 
+/// Which rows of a primitive's bench measure a target.
+#[derive(Clone, Copy, Debug)]
+enum Rows {
+    /// Every row.
+    All,
+    /// The row of this variant (not its other inputs: `radix-keys`, not `radix-keys/equal`).
+    Exact(&'static str),
+    /// The rows of this variant's parameters (`unique`: `unique/run10`, not `unique-by-key/...`).
+    Under(&'static str),
+}
+
 impl Target {
     fn counts(&self, variant: &str) -> bool {
-        self.rows.is_none_or(|v| v == variant)
+        match self.rows {
+            Rows::All => true,
+            Rows::Exact(v) => v == variant,
+            Rows::Under(v) => variant.strip_prefix(v).is_some_and(|p| p.starts_with('/')),
+        }
     }
 }
 
@@ -105,33 +120,43 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
             r(
                 Family::RadixKeys,
                 s,
-                Some("radix-keys"),
+                Rows::Exact("radix-keys"),
                 &[9, 12, 14, 17, 20, 24],
             ),
             r(
                 Family::RadixPairs,
                 s + 4,
-                Some("radix-pairs"),
+                Rows::Exact("radix-pairs"),
                 &[9, 12, 15, 18, 20, 23],
             ),
         ]
     };
     const COMPACT_VT: &[u32] = &[7, 11, 15, 23, 31];
     match primitive {
-        "reduce" => vec![t(Family::Reduce, s, Some("reduce"), &[7, 11, 15, 19, 23])],
-        "scan" => vec![t(Family::Scan, s, Some("scan"), &[15, 23, 31, 39, 47])],
+        "reduce" => vec![t(
+            Family::Reduce,
+            s,
+            Rows::Exact("reduce"),
+            &[7, 11, 15, 19, 23],
+        )],
+        "scan" => vec![t(
+            Family::Scan,
+            s,
+            Rows::Exact("scan"),
+            &[15, 23, 31, 39, 47],
+        )],
         "sort" => {
             let mut v = vec![
                 t(
                     Family::SortKeys,
                     s,
-                    Some("sort-keys"),
+                    Rows::Exact("sort-keys"),
                     &[11, 15, 17, 21, 23],
                 ),
                 t(
                     Family::SortPairs,
                     2 * s,
-                    Some("sort-pairs"),
+                    Rows::Exact("sort-pairs"),
                     &[7, 9, 11, 15, 17],
                 ),
             ];
@@ -139,12 +164,35 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
             v
         }
         "radix" => radix().into(),
-        "merge" => vec![t(Family::Merge, s, Some("merge"), &[15, 19, 23, 27, 31])],
-        "rle" => vec![t(Family::ReduceByKey, s + 4, None, COMPACT_VT)],
-        "reduce-by-key" => vec![t(Family::ReduceByKey, 2 * s, None, COMPACT_VT)],
-        "segreduce" => vec![t(Family::SegReduce, s, None, COMPACT_VT)],
-        "spmv" => vec![t(Family::Spmv, s, None, COMPACT_VT)],
-        _ => vec![t(Family::Compact, s, None, COMPACT_VT)],
+        "merge" => vec![t(
+            Family::Merge,
+            s,
+            Rows::Exact("merge"),
+            &[15, 19, 23, 27, 31],
+        )],
+        // The non-trivial runs kernel takes VT up to 23 (`cuda::compact::non_trivial_tuning`).
+        "rle" => vec![
+            t(Family::ReduceByKey, s + 4, Rows::Under("rle"), COMPACT_VT),
+            t(
+                Family::NonTrivialRuns,
+                s,
+                Rows::Under("non-trivial-runs"),
+                &[7, 11, 15, 19, 23],
+            ),
+        ],
+        "reduce-by-key" => vec![t(Family::ReduceByKey, 2 * s, Rows::All, COMPACT_VT)],
+        "segreduce" => vec![t(Family::SegReduce, s, Rows::All, COMPACT_VT)],
+        "spmv" => vec![t(Family::Spmv, s, Rows::All, COMPACT_VT)],
+        "unique" => vec![
+            t(Family::Compact, s, Rows::Under("unique"), COMPACT_VT),
+            t(
+                Family::CompactPairs,
+                2 * s,
+                Rows::Under("unique-by-key"),
+                COMPACT_VT,
+            ),
+        ],
+        _ => vec![t(Family::Compact, s, Rows::All, COMPACT_VT)],
     }
 }
 
@@ -723,6 +771,22 @@ mod tests {
             assert!(t.nts.iter().all(|&nt| nt >= 256 && nt % 32 == 0));
             assert_eq!(t.max_items, 65535);
         }
+    }
+
+    #[test]
+    fn compaction_variants_are_tuned_by_their_own_rows() {
+        let unique = targets("unique", 4);
+        let by = |family| unique.iter().find(|t| t.family == family).unwrap();
+        let (keys, pairs) = (by(Family::Compact), by(Family::CompactPairs));
+        assert_eq!((keys.elem, pairs.elem), (4, 8));
+        assert!(keys.counts("unique/run10") && keys.counts("unique/run10/in-place"));
+        assert!(!keys.counts("unique-by-key/run10") && pairs.counts("unique-by-key/run10"));
+        assert!(!pairs.counts("unique/run10"));
+        let rle = targets("rle", 8);
+        assert_eq!(rle[1].family, Family::NonTrivialRuns);
+        assert!(rle[1].counts("non-trivial-runs/run2") && !rle[1].counts("rle/run2"));
+        assert!(rle[0].counts("rle/run2") && !rle[0].counts("non-trivial-runs/run2"));
+        assert!(rle[1].vts.iter().all(|&vt| vt <= 23));
     }
 
     #[test]

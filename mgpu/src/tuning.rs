@@ -132,6 +132,9 @@ pub enum Family {
     /// tiles read the values only where a key is kept, and run at other shapes than those that
     /// write every item.
     CompactPairs,
+    /// Non-trivial runs (the starts and lengths of runs longer than one; size class: the key's
+    /// size); where it has no entry, `Compact`'s. Its thread holds three masks beside its keys.
+    NonTrivialRuns,
     /// Single-pass reduce-by-key and run-length encode (size class: key + value size, or key +
     /// length size for run-length encode). Its tiles read their items from shared memory
     /// twice instead of holding them in registers, so they run at other occupancies than
@@ -166,6 +169,7 @@ impl Family {
             Family::Merge => "merge",
             Family::Compact => "compact",
             Family::CompactPairs => "compact_pairs",
+            Family::NonTrivialRuns => "non_trivial_runs",
             Family::ReduceByKey => "reduce_by_key",
             Family::SegReduce => "segreduce",
             Family::Spmv => "spmv",
@@ -180,7 +184,7 @@ impl Family {
     pub fn falls_back_to(self) -> Option<Family> {
         match self {
             Family::Merge => Some(Family::SortKeys),
-            Family::CompactPairs => Some(Family::Compact),
+            Family::CompactPairs | Family::NonTrivialRuns => Some(Family::Compact),
             _ => None,
         }
     }
@@ -203,6 +207,7 @@ impl Family {
             "merge" => Some(Family::Merge),
             "compact" => Some(Family::Compact),
             "compact_pairs" => Some(Family::CompactPairs),
+            "non_trivial_runs" => Some(Family::NonTrivialRuns),
             "reduce_by_key" => Some(Family::ReduceByKey),
             "segreduce" => Some(Family::SegReduce),
             "spmv" => Some(Family::Spmv),
@@ -566,6 +571,16 @@ const TABLE: &[Entry] = &[
     //   alone (8-byte keys) keep 128x31x4: partition-if of i64 at 2^27 took 0.907 ms at 256x15x4,
     //   0.815 at 128x31x4.
     e(Family::CompactPairs, 90, 8, 256, 13, 4),
+    // Non-trivial runs of 8-byte keys, 2026-11-27, H100 SXM, `mgpu bench rle --rows
+    //   non-trivial-runs/run1,...,run500 --sizes 28 --types i64 --no-peer` with MGPU_TUNING, ms
+    //   for runs of mean 1 | 2 | 10 | 500 (CUB 0.834 | 1.107 | 0.977 | 0.867): 128x23x4 (Compact's
+    //   entry under the kernel's cap) 0.838 | 1.148 | 1.015 | 0.853; 128x11x8 0.951 | 1.196 | 1.081
+    //   | 0.961; 128x15x6 0.851 | 1.085 | 0.971 | 0.862; 128x19x5 0.810 | 1.050 | 0.935 | 0.819;
+    //   128x19x8 0.806 | 1.070 | 0.942 | 0.819; 128x31x3 0.820 | 1.140 | 0.987 | 0.824; 256x11x4
+    //   0.861 | 1.117 | 1.005 | 0.868; 256x15x4 0.820 | 1.082 | 0.968 | 0.845; 256x19x2 0.775 |
+    //   1.014 | 0.897 | 0.783; 256x19x4 0.771 | 1.035 | 0.910 | 0.785 (61 registers under NVRTC
+    //   13.0, 54 under 13.5, no spill).
+    e(Family::NonTrivialRuns, 90, 8, 256, 19, 4),
     // Reduce-by-key once its tiles read their items from shared memory twice (56 registers at
     //   128x31), sm_90, H100 SXM, 2026-11-23, `mgpu bench reduce-by-key --sizes 28 --types i32
     //   --no-peer` with MGPU_TUNING, ms for runs of mean 1 | 2 | 10 | 500: 128x31x4 (Compact's
@@ -967,6 +982,7 @@ mod tests {
         let cases = [
             (Family::Merge, Tuning::new(256, 27, 6), 4, 8),
             (Family::CompactPairs, Tuning::new(256, 13, 4), 8, 16),
+            (Family::NonTrivialRuns, Tuning::new(256, 19, 4), 8, 4),
         ];
         for (variant, own, class, other) in cases {
             let general = variant.falls_back_to().unwrap();
@@ -1107,6 +1123,7 @@ mod tests {
             Family::Merge,
             Family::Compact,
             Family::CompactPairs,
+            Family::NonTrivialRuns,
             Family::ReduceByKey,
             Family::SegReduce,
             Family::Spmv,

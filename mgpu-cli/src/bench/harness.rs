@@ -581,7 +581,9 @@ fn family_of(variant: &str, ty: &str) -> Option<(Family, usize)> {
         (Family::CompactPairs, 2 * s)
     } else if starts("rle") {
         (Family::ReduceByKey, s + 4)
-    } else if starts("select") || starts("partition") || starts("unique") || starts("non-trivial") {
+    } else if starts("non-trivial") {
+        (Family::NonTrivialRuns, s)
+    } else if starts("select") || starts("partition") || starts("unique") {
         (Family::Compact, s)
     } else if starts("segreduce") {
         (Family::SegReduce, s)
@@ -617,6 +619,11 @@ pub(crate) fn tuning_label(variant: &str, ty: &str, log2: u32) -> String {
     let Some((family, size)) = family_of(variant, ty) else {
         return "-".into();
     };
+    if family == Family::NonTrivialRuns {
+        let table = mgpu::cuda::family::table_for(arch);
+        let t = mgpu::cuda::compact::non_trivial_tuning(&table, size);
+        return t.map_or("-".into(), |t| label(&t));
+    }
     let n = 1u64 << log2;
     // The merge sort's tuning may depend on its size (tuning::lookup_for); a merge's does not.
     let sort = variant.starts_with("sort-");
@@ -667,6 +674,11 @@ mod tests {
                 "unique-by-key/run10",
                 "i32",
                 Some((Family::CompactPairs, 8)),
+            ),
+            (
+                "non-trivial-runs/run2",
+                "i64",
+                Some((Family::NonTrivialRuns, 8)),
             ),
             ("segreduce/fixed20", "f64", Some((Family::SegReduce, 8))),
             ("radix-keys/equal", "u16", Some((Family::RadixKeys, 2))),

@@ -171,7 +171,7 @@ impl CompactModule {
 
 /// A family of one kernel of kernel_compact.cu, whose spec is a [`CompactModule`].
 macro_rules! compaction_family {
-    ($(#[$meta:meta])* $family:ident = $name:literal, $kernel:literal, $tuning:expr, $instances:ident) => {
+    ($(#[$meta:meta])* $family:ident = $name:literal, $kernel:literal, [$($tuning:expr),+], $instances:ident) => {
         $(#[$meta])*
         pub struct $family;
 
@@ -189,7 +189,7 @@ macro_rules! compaction_family {
             fn tuning(spec: &Self::Spec) -> $crate::tuning::Tuning {
                 spec.tuning
             }
-            const TUNING: &'static [$crate::tuning::Family] = &[$tuning];
+            const TUNING: &'static [$crate::tuning::Family] = &[$($tuning),+];
             fn instances(
                 _arch: u32,
                 table: $crate::cuda::family::TableTuning<'_>,
@@ -205,12 +205,12 @@ pub(crate) use compaction_family;
 
 compaction_family!(
     /// The compaction family: select, partition, unique.
-    Compact = "compact", "mgpu_compact", Family::Compact, compact_instances
+    Compact = "compact", "mgpu_compact", [Family::Compact, Family::CompactPairs], compact_instances
 );
 
 compaction_family!(
     /// The non-trivial runs family: (offset, length) of each run longer than one.
-    NonTrivialRuns = "non_trivial_runs", "mgpu_non_trivial_runs", Family::Compact, non_trivial_instances
+    NonTrivialRuns = "non_trivial_runs", "mgpu_non_trivial_runs", [Family::NonTrivialRuns], non_trivial_instances
 );
 
 /// The compaction tuning for keys of `key_size` and values of `value_size` bytes (0: none): the
@@ -241,11 +241,11 @@ pub fn family_of(values: bool, rejected: Rejected) -> Family {
     }
 }
 
-/// The non-trivial runs kernel holds a thread's keys and three masks across its loop: the
-/// compaction table's entry for its keys, at most 128x23 at OCC 4 (at 128x31x4 it spilled for
-/// f32 and i64 keys).
+/// The non-trivial runs kernel holds a thread's keys and three masks across its loop: its table
+/// entry for its keys (`Compact`'s where it has none), at most VT 23 at OCC 4 (at 128x31x4 it
+/// spilled for f32 and i64 keys).
 pub fn non_trivial_tuning(table: TableTuning<'_>, key_size: usize) -> Result<Tuning> {
-    let mut t = table(Family::Compact, key_size)?;
+    let mut t = table(Family::NonTrivialRuns, key_size)?;
     t.vt = t.vt.min(23);
     t.occ = t.occ.min(4);
     Ok(t)
@@ -287,13 +287,8 @@ fn compact_instances<K: Arithmetic>(table: TableTuning<'_>, out: &mut Vec<Instan
             let spec = CompactModule::new::<K, K>(v, &test, None, &t);
             let primary = !wide_count && (i == 0 || i == 4);
             out.push(
-                Instance::of::<Compact>(
-                    &spec,
-                    Family::Compact,
-                    ElementDesc::of::<K>(),
-                    format!("{v:?}"),
-                )
-                .primary(primary),
+                Instance::of::<Compact>(&spec, family, ElementDesc::of::<K>(), format!("{v:?}"))
+                    .primary(primary),
             );
         }
     }
@@ -320,7 +315,7 @@ fn non_trivial_instances<K: Arithmetic>(
         out.push(
             Instance::of::<NonTrivialRuns>(
                 &spec,
-                Family::Compact,
+                Family::NonTrivialRuns,
                 ElementDesc::of::<K>(),
                 format!("{v:?}"),
             )

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 compaction_family!(
     /// The reduce-by-key family (also run-length encoding).
-    ReduceByKey = "reduce_by_key", "mgpu_reduce_by_key", Family::ReduceByKey, instances_of
+    ReduceByKey = "reduce_by_key", "mgpu_reduce_by_key", [Family::ReduceByKey], instances_of
 );
 
 /// The table's reduce-by-key tuning for keys of `key_size` and values of `value_size` bytes.
