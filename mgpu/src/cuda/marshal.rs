@@ -220,23 +220,23 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
     // temporary to the output on the GPU, unless the findings name a bad index).
     let early = (deferred || check_cols) && geometry.count > 0;
     let (bad, queued) = gpu.ordered(&homes, || {
-        let bad = if deferred {
+        // A deferred validation (never with a plan) finds the tile limits in the same launch.
+        let (bad, mut owned) = if deferred {
             let offsets_only = Bounds {
                 cols: if check_cols { None } else { bounds.cols },
                 ..bounds
             };
             let checks = gpu_checks(segs, offsets_only);
-            device::launch_validation(gpu, &geometry, &checks, &tuning)?
+            device::validate_and_partition(gpu, &geometry, &checks, &tuning, true)?
         } else if check_cols {
-            Some(device::findings(gpu)?)
+            (Some(device::findings(gpu)?), None)
         } else {
-            None
+            (None, None)
         };
         let mut queued = None;
         if let (Some(found), true) = (&bad, early && !check_cols) {
             queued = device::queue_findings(gpu, found)?;
         }
-        let owned;
         let (limits, codes, heads_everywhere) = match plan {
             Some((prepared, _)) => (
                 prepared.limits.as_ref(),
@@ -244,7 +244,9 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
                 prepared.heads_everywhere,
             ),
             None => {
-                owned = device::partition(gpu, &geometry, &tuning)?;
+                if !deferred {
+                    owned = device::partition(gpu, &geometry, &tuning)?;
+                }
                 (owned.as_ref(), None, false)
             }
         };

@@ -397,9 +397,10 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_segreduce_validate_offsets(const O* offsets, u64 num_segments, u64 count,
-    // int strict, u64* bad).
+    // int strict, u64* bad, unsigned partition_ctas, u64 num_tiles, O* limits).
     ValidateOffsetsArgs = "mgpu_segreduce_validate_offsets" {
         offsets: CUdeviceptr, num_segments: u64, count: u64, strict: i32, bad: CUdeviceptr,
+        partition_ctas: u32, num_tiles: u64, limits: CUdeviceptr,
     }
 }
 
@@ -595,9 +596,27 @@ pub(crate) fn launch_validation(
     checks: &Checks,
     tuning: &Tuning,
 ) -> Result<Option<DeviceMem>> {
+    Ok(validate_and_partition(gpu, geometry, checks, tuning, false)?.0)
+}
+
+/// [`launch_validation`], and with `partition` the tile limits for `tuning` ([`partition`]'s)
+/// too: where the offsets are checked without sources, in the same launch, whose first CTAs
+/// search the limits while the others check the offsets (a one-shot call's limits then cost no
+/// launch of their own).
+pub(crate) fn validate_and_partition(
+    gpu: &Arc<Gpu>,
+    geometry: &Geometry,
+    checks: &Checks,
+    tuning: &Tuning,
+    partition: bool,
+) -> Result<(Option<DeviceMem>, Option<DeviceMem>)> {
     let work = geometry.num_segments.max(checks.num_cols);
+    let partition_alone = |gpu| match partition {
+        true => self::partition(gpu, geometry, tuning),
+        false => Ok(None),
+    };
     if work == 0 {
-        return Ok(None);
+        return Ok((None, partition_alone(gpu)?));
     }
     let module = helper_module(gpu, geometry, tuning)?;
     let bad = findings(gpu)?;
@@ -607,22 +626,37 @@ pub(crate) fn launch_validation(
     let in_width = geometry.wide_offsets || geometry.count <= u32::MAX as u64;
     // Offsets without sources: the offsets-only kernel, then the columns (if any) alone.
     let offsets_alone = geometry.sources == 0 && in_width;
+    let mut limits = None;
     if offsets_alone && geometry.num_segments > 0 {
+        let (mut partition_ctas, mut num_tiles) = (0, 0);
+        if partition && geometry.count > 0 {
+            let (tiles, mem) = alloc_limits(gpu, geometry, tuning)?;
+            num_tiles = tiles;
+            partition_ctas =
+                u32::try_from((tiles + 1).div_ceil(block as u64)).expect("fewer than 2^40 tiles");
+            limits = Some(mem);
+        }
         let args = ValidateOffsetsArgs {
             offsets: geometry.offsets,
             num_segments: geometry.num_segments,
             count: geometry.count,
             strict: checks.strict as i32,
             bad: bad.ptr,
+            partition_ctas,
+            num_tiles,
+            limits: limits.as_ref().map_or(0, |l| l.ptr),
         };
         let grid = geometry
             .num_segments
             .div_ceil(validate_tile(geometry.wide_offsets));
         let grid = u32::try_from(grid).expect("fewer than 2^43 segments");
-        gpu.launch(&module, grid, block, &args)?;
+        gpu.launch(&module, grid + partition_ctas, block, &args)?;
+    }
+    if limits.is_none() {
+        limits = partition_alone(gpu)?;
     }
     if offsets_alone && checks.num_cols == 0 {
-        return Ok(Some(bad));
+        return Ok((Some(bad), limits));
     }
     let segments = if offsets_alone {
         0
@@ -648,7 +682,7 @@ pub(crate) fn launch_validation(
         bad: bad.ptr,
     };
     gpu.launch(&module, grid, block, &args)?;
-    Ok(Some(bad))
+    Ok((Some(bad), limits))
 }
 
 /// The findings of [`launch_validation`]: the one small read-back (it waits for the stream).
@@ -731,9 +765,7 @@ pub(crate) fn partition(
         return Ok(None);
     }
     let module = helper_module(gpu, geometry, tuning)?;
-    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
-    let width = if geometry.wide_offsets { 8 } else { 4 };
-    let limits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * width)?;
+    let (num_tiles, limits) = alloc_limits(gpu, geometry, tuning)?;
     let block = 256u32;
     let grid = (num_tiles + 1).div_ceil(block as u64) as u32;
     let args = PartitionArgs {
@@ -745,6 +777,14 @@ pub(crate) fn partition(
     };
     gpu.launch(&module, grid, block, &args)?;
     Ok(Some(limits))
+}
+
+/// The number of tiles of `tuning.nv()` positions, and room for their limits (one more offset).
+fn alloc_limits(gpu: &Arc<Gpu>, geometry: &Geometry, tuning: &Tuning) -> Result<(u64, DeviceMem)> {
+    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+    let width = if geometry.wide_offsets { 8 } else { 4 };
+    let limits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * width)?;
+    Ok((num_tiles, limits))
 }
 
 /// A plan's packed heads for the tiles of `limits` (from [`partition`] with the same tuning):
@@ -827,9 +867,9 @@ pub(crate) fn reduce<T: Element>(
 ) -> Result<()> {
     let Some(limits) = limits else {
         // No positions: every segment is empty (a strict geometry, then, has none; and the
-        // fill waits for validation's verdict).
-        if geometry.num_segments == 0 || read_validation(gpu, bad)?.bad.iter().any(|b| b.is_some())
-        {
+        // fill waits for validation's verdict on its indices: empty segments are no error here).
+        let rejected = |f: Findings| f.bad[..3].iter().any(|b| b.is_some());
+        if geometry.num_segments == 0 || rejected(read_validation(gpu, bad)?) {
             return Ok(());
         }
         return fill(gpu, dest, geometry.num_segments, op.identity());

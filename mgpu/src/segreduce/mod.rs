@@ -175,11 +175,11 @@ impl Context {
             Some((_, t)) => *t,
             None => seg_tuning::<T, O>(self, items.kind(), segs.sources.is_some())?,
         };
-        // A strict one-shot on the GPU queues its validation before the reduction, whose kernels
-        // honour it, and reads it back at the end: one wait for the GPU, not two. With
-        // empty segments allowed the validation runs first: it chooses the kernel for non-empty
-        // segments when there is no empty one.
-        let deferred = plan.is_none() && !by_caller && !segs.support_empty && self.gpu().is_some();
+        // A one-shot on the GPU queues its validation before the reduction, whose kernels honour
+        // it, and reads it back at the end: one wait for the GPU, not two. Where empty segments
+        // are allowed, the tiles are those that take them, whether or not there is one (a plan
+        // chooses the faster tiles for segments that are all non-empty).
+        let deferred = plan.is_none() && !by_caller && self.gpu().is_some();
         // A direct SpMV one-shot on the GPU checks its columns in the tiles, as they gather.
         let check_cols = plan.is_none()
             && !by_caller

@@ -719,14 +719,15 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 #endif
 
 #ifdef MGPU_WANT_mgpu_segreduce_copy_checked
-// Copies `bytes` from `from` to `to` unless the findings `bad` name a bad index: a one-shot SpMV's
-// result, kept aside until its tiles had checked every column. Queued before the host reads the
+// Copies `bytes` from `from` to `to` unless the findings `bad` name a bad index (bad[0..2]; an
+// empty segment, bad[3], is an error only where it also set bad[0]): a one-shot SpMV's result,
+// kept aside until its tiles had checked every column. Queued before the host reads the
 // findings, so the call does not wait for a copy launched after them. 16-byte words where both
 // ends and the length allow, else 4-byte words or bytes; grid-stride.
 extern "C" __global__ void mgpu_segreduce_copy_checked(const unsigned char* from,
                                                        unsigned char* to, u64 bytes,
                                                        const u64* bad) {
-  if ((bad[0] & bad[1] & bad[2] & bad[3]) != ~0ull) return;  // a bad index: write nothing
+  if ((bad[0] & bad[1] & bad[2]) != ~0ull) return;  // a bad index: write nothing
   u64 stride = (u64)gridDim.x * blockDim.x, i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
   u64 align = (u64)from | (u64)to | bytes;
   if (align % 16 == 0) {
@@ -753,13 +754,12 @@ extern "C" __global__ void mgpu_segreduce_headless(const O* limits, u64 num_tile
 }
 #endif
 
-#ifdef MGPU_WANT_mgpu_segreduce_partition
 // Tile limits: limits[t] = the first segment starting at or after tile t's first position, for
 // t < num_tiles, and limits[num_tiles] = the first segment starting at `count` (the empty ones
-// there follow the last non-empty segment). One thread per limit, a binary search each.
-extern "C" __global__ void mgpu_segreduce_partition(const O* offsets, u64 num_segments,
-                                                    u64 count, u64 num_tiles, O* limits) {
-  u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+// there follow the last non-empty segment). One thread per limit, a binary search each. On
+// offsets that fail validation a limit is still a segment index, which the tiles do not use.
+__device__ __forceinline__ void tile_limit(const O* offsets, u64 num_segments, u64 count,
+                                           u64 num_tiles, O* limits, u64 t) {
   if (t > num_tiles) return;
   u64 position = t < num_tiles ? t * MGPU_NV : count;
   u64 lo = 0, hi = num_segments;
@@ -771,6 +771,12 @@ extern "C" __global__ void mgpu_segreduce_partition(const O* offsets, u64 num_se
   limits[t] = (O)lo;
 }
 
+#ifdef MGPU_WANT_mgpu_segreduce_partition
+extern "C" __global__ void mgpu_segreduce_partition(const O* offsets, u64 num_segments,
+                                                    u64 count, u64 num_tiles, O* limits) {
+  tile_limit(offsets, num_segments, count, num_tiles, limits,
+             (u64)blockIdx.x * blockDim.x + threadIdx.x);
+}
 #endif
 
 #if defined(MGPU_WANT_mgpu_segreduce_codes) && !MGPU_WIDE_MARKS
@@ -804,6 +810,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 // checked in the offsets' own width (the host sends 32-bit offsets past 2^32 - 1 items to
 // mgpu_segreduce_validate) with indices within the CTA's tile. Atomics are rare: one per warp at
 // most for each finding, and none where a smaller index (or a longer segment) is already recorded.
+// A one-shot call's tile limits come from the same launch: its first `partition_ctas` CTAs are
+// mgpu_segreduce_partition's (their searches are latency-bound, the checks bandwidth-bound, so
+// each runs in the other's shadow, and the limits cost no launch of their own).
 #define VALIDATE_VECS 8
 #define VALIDATE_RUN (16 / (int)sizeof(O))
 #define VALIDATE_TILE (VALIDATE_VECS * 256 * VALIDATE_RUN)
@@ -852,10 +861,15 @@ __device__ __forceinline__ void check_offsets(const W (&x)[VALIDATE_VECS][VALIDA
 
 extern "C" __global__ void __launch_bounds__(256)
     mgpu_segreduce_validate_offsets(const O* offsets, u64 num_segments, u64 count, int strict,
-                                    u64* bad) {
+                                    u64* bad, unsigned partition_ctas, u64 num_tiles,
+                                    O* limits) {
   typedef typename OffsetWord<sizeof(O)>::type W;
   const int tid = threadIdx.x, lane = tid % MGPU_WARP;
-  const u64 base = (u64)blockIdx.x * VALIDATE_TILE;
+  if (blockIdx.x < partition_ctas) {
+    tile_limit(offsets, num_segments, count, num_tiles, limits, (u64)blockIdx.x * 256 + tid);
+    return;
+  }
+  const u64 base = (u64)(blockIdx.x - partition_ctas) * VALIDATE_TILE;
   const W end = (W)count;
   const bool aligned = ((u64)offsets % 16) == 0;
   // The longest segment recorded so far, read before the offsets so that its round trip overlaps
