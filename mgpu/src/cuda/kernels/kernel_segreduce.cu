@@ -811,8 +811,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 // mgpu_segreduce_validate) with indices within the CTA's tile. Atomics are rare: one per warp at
 // most for each finding, and none where a smaller index (or a longer segment) is already recorded.
 // A one-shot call's tile limits come from the same launch: its first `partition_ctas` CTAs are
-// mgpu_segreduce_partition's (their searches are latency-bound, the checks bandwidth-bound, so
-// each runs in the other's shadow, and the limits cost no launch of their own).
+// mgpu_segreduce_partition's, so the limits cost no launch of their own.
 #define VALIDATE_VECS 8
 #define VALIDATE_RUN (16 / (int)sizeof(O))
 #define VALIDATE_TILE (VALIDATE_VECS * 256 * VALIDATE_RUN)
