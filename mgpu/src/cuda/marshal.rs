@@ -214,7 +214,7 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
     if plan.is_none() {
         device::load_one_shot_modules(gpu, &geometry, &items, op, mul, &tuning)?;
     }
-    // A strict one-shot's host waits for the findings' read-back, queued as soon as they are
+    // A one-shot's host waits for the findings' read-back, queued as soon as they are
     // final, while the GPU goes on with the work queued after it: after the validation, or
     // where the tiles check the columns, after the tiles (the result then goes from its
     // temporary to the output on the GPU, unless the findings name a bad index).
