@@ -95,8 +95,9 @@ fn reduce_many_partials_with_tuning_override() {
 }
 
 /// Inputs larger than L2 (the H100's is 50 MB) are cut into several ranges per resident CTA:
-/// sums and an order-sensitive operator over 2^23 + 4321 elements of 8 bytes, at the built-in
-/// tuning, whose last CTA folds every range's partial in order.
+/// sums, maxima and an order-sensitive operator over 2^23 + 4321 elements of 8 bytes, at the
+/// built-in tuning, whose last CTA folds every range's partial in order; sums and minima of
+/// 4-byte elements too, and from unaligned starts (no 16-byte loads).
 #[test]
 fn reduce_larger_than_l2() {
     let mut r = rng();
@@ -106,6 +107,19 @@ fn reduce_larger_than_l2() {
         let expect = data.iter().fold(0u64, |a, &b| a.wrapping_add(b));
         let input = ctx.upload(&data).unwrap();
         assert_eq!(ctx.reduce(&input, &Op::plus()).unwrap(), expect, "{ctx:?}");
+        let unaligned = data[1..].iter().fold(0u64, |a, &b| a.wrapping_add(b));
+        let got = ctx.reduce(&input.slice(1..), &Op::plus()).unwrap();
+        assert_eq!(got, unaligned, "{ctx:?} unaligned");
+        let got = ctx.reduce(&input, &Op::maximum()).unwrap();
+        assert_eq!(Some(got), data.iter().copied().max(), "{ctx:?} max");
+        let words = random_vec::<i32>(&mut r, 2 * n + 3);
+        let sum = words.iter().fold(0i32, |a, &b| a.wrapping_add(b));
+        let input = ctx.upload(&words).unwrap();
+        let got = ctx.reduce(&input, &Op::plus()).unwrap();
+        assert_eq!(got, sum, "{ctx:?} i32");
+        let min = words[3..].iter().copied().min();
+        let got = ctx.reduce(&input.slice(3..), &Op::minimum()).unwrap();
+        assert_eq!(Some(got), min, "{ctx:?} i32 unaligned");
         let ops = affine_op();
         let data = random_vec::<Affine>(&mut r, n);
         let expect = fold(&data, &ops);

@@ -105,6 +105,16 @@ __device__ __forceinline__ void cp_async(void* shared, const void* global) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(global), "n"(BYTES)
                  : "memory");
 }
+// A 16-byte cp.async of data read once, whose L2 line goes first (so that lines that are read
+// again, such as an SpMV's vector, stay).
+__device__ __forceinline__ void cp_async_16_evict_first(void* shared, const void* global) {
+  unsigned s = (unsigned)__cvta_generic_to_shared(shared);
+  asm volatile(
+      "{\n .reg .b64 policy;\n createpolicy.fractional.L2::evict_first.b64 policy, 1.0;\n"
+      " cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, policy;\n}" ::"r"(s),
+      "l"(global)
+      : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }

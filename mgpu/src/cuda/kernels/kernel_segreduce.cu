@@ -145,11 +145,15 @@ struct SegReduceStorage {
 
 #if MGPU_COLS_IN_VALUES
 // Global -> shared: the tile's `n` columns, each to its col_slot (a whole, aligned tile in
-// 16-byte cp.async chunks, complete at the caller's cp_async_wait_all).
+// 16-byte cp.async chunks, complete at the caller's cp_async_wait_all). 4-byte values' columns
+// are evicted first from L2, like the matrix values, so that the vector's gathered lines stay
+// (H100, f32 at 2^28 nonzeros: random rows 4% faster; BENCHMARKS.md). Not for 8-byte values,
+// where the hinted copy stopped the kernel with an illegal instruction (NVRTC 13.0), nor for the
+// stencils' thread-per-items tiles, which it made 4-6% slower.
 __device__ __forceinline__ void load_cols_to_slots(const unsigned* src, int n, unsigned* slots,
                                                    int tid) {
   if (MGPU_VALUE_WORDS == 1) {
-    load_plain_to_shared<unsigned, false>(src, n, slots, tid);
+    load_plain_to_shared<unsigned, false, true>(src, n, slots, tid);
     return;
   }
   if (n == MGPU_NV && ((size_t)src & 15) == 0) {

@@ -107,14 +107,18 @@ __device__ __forceinline__ void load_tile_to_shared(Input in, u64 base, int coun
 
 // A full tile of NV elements at a 16-byte aligned `src` to shared memory in 16-byte cp.async copies;
 // with WAIT, complete for the calling thread on return.
-template <typename X, bool WAIT>
+template <typename X, bool WAIT, bool EVICT_FIRST = false>
 __device__ __forceinline__ void full_tile_to_shared_async(const X* src, X* shared, int tid) {
   constexpr int CHUNKS = MGPU_NV * (int)sizeof(X) / 16;
 #pragma unroll
   for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
     int c = i * MGPU_NT + tid;
-    if (CHUNKS % MGPU_NT == 0 || c < CHUNKS)
-      cp_async<16>(reinterpret_cast<uint4*>(shared) + c, reinterpret_cast<const uint4*>(src) + c);
+    if (CHUNKS % MGPU_NT == 0 || c < CHUNKS) {
+      uint4* to = reinterpret_cast<uint4*>(shared) + c;
+      const uint4* from = reinterpret_cast<const uint4*>(src) + c;
+      if (EVICT_FIRST) cp_async_16_evict_first(to, from);
+      else cp_async<16>(to, from);
+    }
   }
   if (WAIT) cp_async_wait_all();
 }
@@ -160,11 +164,11 @@ __device__ __forceinline__ void store_tile_from_shared(const T* shared, int coun
 // Global -> shared for a plain array of any type: the tile of `n` elements at `src` in strided
 // order (a compaction's values, a sparse matrix's values and columns). WAIT as for
 // load_tile_to_shared_async.
-template <typename X, bool WAIT = true>
+template <typename X, bool WAIT = true, bool EVICT_FIRST = false>
 __device__ __forceinline__ void load_plain_to_shared(const X* src, int n, X* shared, int tid) {
   constexpr int VEC = (16 % sizeof(X) == 0) ? 16 / (int)sizeof(X) : 1;
   if (VEC > 1 && n == MGPU_NV && ((size_t)src & 15) == 0) {
-    full_tile_to_shared_async<X, WAIT>(src, shared, tid);
+    full_tile_to_shared_async<X, WAIT, EVICT_FIRST>(src, shared, tid);
     return;
   }
 #pragma unroll
