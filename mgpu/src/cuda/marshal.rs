@@ -211,9 +211,12 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
         vec_len: x_len as u64,
         check_cols,
     };
-    if plan.is_none() {
-        device::load_one_shot_modules(gpu, &geometry, &items, op, mul, &tuning)?;
-    }
+    let helpers = match plan {
+        None => Some(device::load_one_shot_modules(
+            gpu, &geometry, &items, op, mul, &tuning,
+        )?),
+        Some(_) => None,
+    };
     // A one-shot's host waits for the findings' read-back, queued as soon as they are
     // final, while the GPU goes on with the work queued after it: after the validation, or
     // where the tiles check the columns, after the tiles (the result then goes from its
@@ -227,8 +230,11 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
                 ..bounds
             };
             let checks = gpu_checks(segs, offsets_only);
-            device::validate_and_partition(gpu, &geometry, &checks, &tuning, true)?
-        } else if check_cols {
+            let helpers = helpers.as_ref().expect("a one-shot's");
+            device::validate_and_partition(gpu, helpers, &geometry, &checks, &tuning, true)?
+        } else if check_cols || plan.is_none() {
+            // An unchecked one-shot's record has nothing to report but whether every tile holds
+            // a segment start (then its spine takes no look-back).
             (Some(device::findings(gpu)?), None)
         } else {
             (None, None)
@@ -272,7 +278,10 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
     })?;
     if deferred || check_cols {
         let found = match queued {
-            Some(queued) => device::Findings::wait(queued)?,
+            Some(queued) => {
+                drop(bad); // cleared behind its read-back, while the GPU goes on
+                device::Findings::wait(queued)?
+            }
             None => device::read_validation(gpu, bad.as_ref())?,
         };
         validation_result(gpu, name, segs, found.bad, bounds)?;

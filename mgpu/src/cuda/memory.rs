@@ -263,6 +263,50 @@ impl Gpu {
     }
 }
 
+/// Bytes of a validation's findings record (kernel_segreduce.cu's `bad`): the first bad index of
+/// each of four checks, the longest segment's length complemented, and whether the tiles found
+/// one lying inside a segment; every byte 0xff where nothing was found.
+pub(crate) const FINDINGS_BYTES: usize = 48;
+
+/// A findings record on the device, every byte 0xff: the stream's own where no other call holds
+/// it, else a fresh one. Dropped, it is cleared again behind the work queued so far and kept for
+/// the stream's next call, which then queues nothing before its first kernel (the memset and its
+/// allocation took 2-3 us of the host's time before a one-shot's first launch).
+pub(crate) struct FindingsRecord {
+    pub ptr: sys::CUdeviceptr,
+    gpu: Arc<Gpu>,
+}
+
+impl FindingsRecord {
+    pub fn take(gpu: &Arc<Gpu>) -> Result<FindingsRecord> {
+        let kept = std::mem::take(&mut *gpu.findings.lock().unwrap_or_else(|e| e.into_inner()));
+        let ptr = match kept {
+            0 => gpu.alloc(FINDINGS_BYTES)?,
+            kept => kept,
+        };
+        let record = FindingsRecord {
+            ptr,
+            gpu: gpu.clone(),
+        };
+        if kept == 0 {
+            gpu.memset(ptr, 0xff, FINDINGS_BYTES)?;
+        }
+        Ok(record)
+    }
+}
+
+impl Drop for FindingsRecord {
+    fn drop(&mut self) {
+        let cleared = self.gpu.memset(self.ptr, 0xff, FINDINGS_BYTES).is_ok();
+        let mut kept = self.gpu.findings.lock().unwrap_or_else(|e| e.into_inner());
+        if cleared && *kept == 0 {
+            *kept = self.ptr;
+        } else {
+            self.gpu.free(self.ptr);
+        }
+    }
+}
+
 impl Drop for DeviceMem {
     fn drop(&mut self) {
         self.gpu.free(self.ptr);

@@ -115,6 +115,8 @@ pub(crate) struct Gpu {
     /// Page-locked host memory for the small read-backs that end a call (a validation's
     /// findings), allocated on first use.
     pub(crate) readback: Mutex<memory::Readback>,
+    /// A cleared findings record (`memory::FindingsRecord`) kept between calls; 0: none.
+    pub(crate) findings: Mutex<sys::CUdeviceptr>,
 }
 
 impl Drop for Gpu {
@@ -126,6 +128,8 @@ impl Drop for Gpu {
         std::mem::take(carries).release(self);
         let readback = self.readback.get_mut().unwrap_or_else(|e| e.into_inner());
         std::mem::take(readback).release(self);
+        let findings = *self.findings.get_mut().unwrap_or_else(|e| e.into_inner());
+        self.free(findings);
     }
 }
 
@@ -257,6 +261,7 @@ impl Gpu {
             lookback: Mutex::new(lookback::LookbackScratch::default()),
             carries: Mutex::new(memory::StreamScratch::default()),
             readback: Mutex::new(memory::Readback::default()),
+            findings: Mutex::new(0),
         })
     }
 
@@ -274,6 +279,7 @@ impl Gpu {
             lookback: Mutex::new(lookback::LookbackScratch::default()),
             carries: Mutex::new(memory::StreamScratch::default()),
             readback: Mutex::new(memory::Readback::default()),
+            findings: Mutex::new(0),
         }
     }
 

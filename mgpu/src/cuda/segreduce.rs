@@ -5,7 +5,7 @@
 use super::family::{part, Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Load, Prelude};
 use super::lookback::{self, TileStatusArgs};
-use super::memory::{DeviceMem, QueuedDownload};
+use super::memory::{DeviceMem, FindingsRecord, QueuedDownload};
 use super::{ByValue, Gpu, LoadedModule};
 use crate::error::Result;
 use crate::tuning::{Family, Tuning, MAX_TILE_BYTES};
@@ -549,7 +549,8 @@ fn tiles_spec<T: Element>(
 }
 
 /// A one-shot's two modules, the helpers (validation, partition) and the tiles, compiled at once
-/// on a cold cache: each is hundreds of milliseconds of NVRTC, and the call needs both.
+/// on a cold cache: each is hundreds of milliseconds of NVRTC, and the call needs both. Returns
+/// the helpers.
 pub(crate) fn load_one_shot_modules<T: Element>(
     gpu: &Gpu,
     geometry: &Geometry,
@@ -557,21 +558,19 @@ pub(crate) fn load_one_shot_modules<T: Element>(
     op: &Op<T>,
     mul: Option<&Op<T>>,
     tuning: &Tuning,
-) -> Result<()> {
+) -> Result<Arc<LoadedModule>> {
     let helpers = SegModule::helpers(geometry.wide_offsets, tuning);
     let (helpers_part, tiles_part) = (
         part::<SegReduce>("segreduce_helpers"),
         part::<SegReduce>("segreduce_tiles"),
     );
-    if gpu
-        .loaded_module::<SegReduce>(&helpers, helpers_part)
-        .is_some()
-    {
-        return Ok(());
+    if let Some(loaded) = gpu.loaded_module::<SegReduce>(&helpers, helpers_part) {
+        return Ok(loaded);
     }
     let tiles = tiles_spec(geometry, items, false, op, mul, tuning);
-    gpu.modules_of::<SegReduce>(&[(&helpers, helpers_part), (&tiles, tiles_part)])
-        .map(|_| ())
+    let mut loaded =
+        gpu.modules_of::<SegReduce>(&[(&helpers, helpers_part), (&tiles, tiles_part)])?;
+    Ok(loaded.swap_remove(0))
 }
 
 /// The helper kernels' module for the geometry's offsets.
@@ -580,11 +579,9 @@ fn helper_module(gpu: &Gpu, geometry: &Geometry, tuning: &Tuning) -> Result<Arc<
     gpu.module::<SegReduce>(&spec, part::<SegReduce>("segreduce_helpers"))
 }
 
-/// A fresh record of validation's findings: no bad index yet, no segment longer than 0.
-pub(crate) fn findings(gpu: &Arc<Gpu>) -> Result<DeviceMem> {
-    let bad = DeviceMem::alloc(gpu, 40)?;
-    gpu.memset(bad.ptr, 0xff, 40)?;
-    Ok(bad)
+/// A cleared record of validation's findings: no bad index yet, no segment longer than 0.
+pub(crate) fn findings(gpu: &Arc<Gpu>) -> Result<FindingsRecord> {
+    FindingsRecord::take(gpu)
 }
 
 /// Queues the checks of the geometry (and sources, columns) on the GPU; their findings stay on
@@ -595,21 +592,23 @@ pub(crate) fn launch_validation(
     geometry: &Geometry,
     checks: &Checks,
     tuning: &Tuning,
-) -> Result<Option<DeviceMem>> {
-    Ok(validate_and_partition(gpu, geometry, checks, tuning, false)?.0)
+) -> Result<Option<FindingsRecord>> {
+    let module = helper_module(gpu, geometry, tuning)?;
+    Ok(validate_and_partition(gpu, &module, geometry, checks, tuning, false)?.0)
 }
 
 /// [`launch_validation`], and with `partition` the tile limits for `tuning` ([`partition`]'s)
 /// too: where the offsets are checked without sources, in the same launch, whose first CTAs
 /// search the limits while the others check the offsets (a one-shot call's limits then cost no
-/// launch of their own).
+/// launch of their own). `module`: the helpers' ([`load_one_shot_modules`]).
 pub(crate) fn validate_and_partition(
     gpu: &Arc<Gpu>,
+    module: &LoadedModule,
     geometry: &Geometry,
     checks: &Checks,
     tuning: &Tuning,
     partition: bool,
-) -> Result<(Option<DeviceMem>, Option<DeviceMem>)> {
+) -> Result<(Option<FindingsRecord>, Option<DeviceMem>)> {
     let work = geometry.num_segments.max(checks.num_cols);
     let partition_alone = |gpu| match partition {
         true => self::partition(gpu, geometry, tuning),
@@ -618,7 +617,6 @@ pub(crate) fn validate_and_partition(
     if work == 0 {
         return Ok((None, partition_alone(gpu)?));
     }
-    let module = helper_module(gpu, geometry, tuning)?;
     let bad = findings(gpu)?;
     let block = 256u32;
     // The offsets-only kernel works in the offsets' width: 32-bit offsets over at most 2^32 - 1
@@ -650,7 +648,7 @@ pub(crate) fn validate_and_partition(
             .num_segments
             .div_ceil(validate_tile(geometry.wide_offsets));
         let grid = u32::try_from(grid).expect("fewer than 2^43 segments");
-        gpu.launch(&module, grid + partition_ctas, block, &args)?;
+        gpu.launch(module, grid + partition_ctas, block, &args)?;
     }
     if limits.is_none() {
         limits = partition_alone(gpu)?;
@@ -681,12 +679,12 @@ pub(crate) fn validate_and_partition(
         vec_len: checks.vec_len,
         bad: bad.ptr,
     };
-    gpu.launch(&module, grid, block, &args)?;
+    gpu.launch(module, grid, block, &args)?;
     Ok((Some(bad), limits))
 }
 
 /// The findings of [`launch_validation`]: the one small read-back (it waits for the stream).
-pub(crate) fn read_validation(gpu: &Gpu, bad: Option<&DeviceMem>) -> Result<Findings> {
+pub(crate) fn read_validation(gpu: &Gpu, bad: Option<&FindingsRecord>) -> Result<Findings> {
     let Some(bad) = bad else {
         return Ok(Findings {
             bad: [None; 4],
@@ -704,7 +702,7 @@ pub(crate) fn read_validation(gpu: &Gpu, bad: Option<&DeviceMem>) -> Result<Find
 /// [`read_validation`]).
 pub(crate) fn queue_findings<'g>(
     gpu: &'g Gpu,
-    bad: &DeviceMem,
+    bad: &FindingsRecord,
 ) -> Result<Option<QueuedDownload<'g>>> {
     gpu.queue_download(bad.ptr, 40)
 }
@@ -735,7 +733,7 @@ pub(crate) fn copy_checked(
     geometry: &Geometry,
     tuning: &Tuning,
     (from, to, bytes): (CUdeviceptr, CUdeviceptr, u64),
-    bad: &DeviceMem,
+    bad: &FindingsRecord,
 ) -> Result<()> {
     if bytes == 0 {
         return Ok(());
@@ -858,7 +856,7 @@ pub(crate) fn reduce<T: Element>(
     limits: Option<&DeviceMem>,
     codes: Option<&DeviceMem>,
     heads_everywhere: bool,
-    bad: Option<&DeviceMem>,
+    bad: Option<&FindingsRecord>,
     items: Items<'_>,
     dest: CUdeviceptr,
     op: &Op<T>,

@@ -269,6 +269,70 @@ fn distributions_many_tiles() {
     }
 }
 
+/// One stream's one-shots in turn: geometries where every tile holds a segment start (the spine
+/// completes continued tiles from their neighbours) and where some tile lies inside one segment
+/// (the look-back), with rejected calls between them, checked and unchecked, on a non-commutative
+/// operator: each call's findings start clean, whatever the call before found.
+#[test]
+fn one_shots_in_turn_start_from_clean_findings() {
+    let mut r = rng();
+    for ctx in backends() {
+        let nv = seg_tile::<Affine, u32>(&ctx, SegItems::Values, false);
+        let n = if ctx.is_gpu() {
+            40 * nv + 11
+        } else {
+            5 * nv + 11
+        };
+        let values: Vec<Affine> = random_vec(&mut r, n);
+        let vbuf = ctx.upload(&values).unwrap();
+        // Every tile holds a start (segments of up to half a tile), then long segments (3 to 20
+        // tiles: some tiles hold none), then short ones again.
+        let short = || Dist::Uniform(nv / 4);
+        for (round, dist) in [short(), Dist::ManyTiles, short(), Dist::PowerLaw, short()]
+            .into_iter()
+            .enumerate()
+        {
+            let lengths = gen_lengths(&mut r, n, dist, nv);
+            let (offsets, _) = offsets_of(&lengths);
+            let expect = reference(&offsets, n, None, |m| values[m], &affine_op());
+            let obuf = ctx.upload(&to_o::<u32>(&offsets)).unwrap();
+            let what = format!("{ctx:?} round {round} {dist:?}");
+            let mut out = poisoned::<Affine>(&ctx, offsets.len());
+            ctx.segreduce_csr(&vbuf, Csr::allow_empty(&obuf), &mut out, &affine_op())
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            check(&out.to_vec().unwrap(), &expect, &what);
+            let mut out = poisoned::<Affine>(&ctx, offsets.len());
+            // SAFETY: offsets_of builds valid offsets over n values; empty segments are allowed.
+            unsafe {
+                ctx.segreduce_csr_unchecked(&vbuf, Csr::allow_empty(&obuf), &mut out, &affine_op())
+            }
+            .unwrap_or_else(|e| panic!("{what} unchecked: {e}"));
+            check(
+                &out.to_vec().unwrap(),
+                &expect,
+                &format!("{what} unchecked"),
+            );
+            // A decreasing offset in the middle: rejected, nothing written.
+            let mut bad = to_o::<u32>(&offsets);
+            let at = bad.len() / 2;
+            if at > 0 && bad[at - 1] > 0 {
+                bad[at] = bad[at - 1] - 1;
+                let bbuf = ctx.upload(&bad).unwrap();
+                let mut out = poisoned::<Affine>(&ctx, offsets.len());
+                let e = ctx
+                    .segreduce_csr(&vbuf, Csr::allow_empty(&bbuf), &mut out, &affine_op())
+                    .unwrap_err();
+                expect_invalid(e, &[&format!("offsets[{at}]")], &what);
+                check(
+                    &out.to_vec().unwrap(),
+                    &vec![Affine::poison(); offsets.len()],
+                    &format!("{what}: written on error"),
+                );
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // No positions.
 

@@ -326,6 +326,13 @@ __device__ __forceinline__ bool seg_rejected(const u64* bad) {
 #endif
 }
 
+// Whether every tile but the last holds a segment start (bad[5], cleared by a tile that holds
+// none; only where the tiles had findings to honour): the spine then completes each continued
+// tile from its neighbour, as mgpu_segreduce_fixup does for a plan that knows it.
+__device__ __forceinline__ bool seg_all_heads(const u64* bad) {
+  return bad && bad[5] == ~0ull;
+}
+
 // x[col]. Where MGPU_CHECK_COLS (a one-shot SpMV that did not check its columns first), a column
 // at or past vec_len is not read (the item is the identity: the result is discarded) and sets
 // `bit` in `bad_bits`, from which the thread's first bad index is found after its gathers.
@@ -379,6 +386,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   u64 seg_begin = limits[tile];
   u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
   const bool rejected = seg_rejected(bad);  // checked after the barrier below
+  // A tile inside one segment: a carry may then cross several tiles (seg_all_heads).
+  if (bad && tid == 0 && !last_tile && seg_begin == seg_end) atomicAnd(bad + 5, 0ull);
 #endif
   // The items' copy is waited for only once the heads are marked: the loads overlap.
 #if !MGPU_INDIRECT
@@ -664,6 +673,34 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
   const SegPair none{0, identity};
   constexpr u64 PER_TILE = (u64)MGPU_NT * MGPU_SPINE_VT;
   u64 num_spine = (num_tiles + PER_TILE - 1) / PER_TILE;
+  if (seg_all_heads(bad)) {
+    // The segment a tile continues began in the tile before: no scan, no look-back. The tickets
+    // are drawn all the same (the host counts num_spine + gridDim.x of them).
+    if (tid == 0) atomicAdd(tickets, blockIdx.x == 0 ? num_spine + 1 : 1ull);
+    if (rejected) return;
+    for (u64 s = blockIdx.x; s < num_spine; s += gridDim.x) {
+      u64 first = s * PER_TILE + (u64)tid * MGPU_SPINE_VT;
+      // Loaded before any store, as below.
+      bool tile_continued[MGPU_SPINE_VT];
+      T tile_leads[MGPU_SPINE_VT], carries[MGPU_SPINE_VT];
+      O tile_slots[MGPU_SPINE_VT];
+#pragma unroll
+      for (int i = 0; i < MGPU_SPINE_VT; ++i) {
+        u64 t = first + i;
+        bool tile = t > 0 && t < num_tiles;  // tile 0 continues nothing
+        tile_continued[i] = tile && continued[t];
+        if (tile) {
+          tile_leads[i] = leads[t];
+          tile_slots[i] = limits[t];
+          carries[i] = totals[t - 1].value;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < MGPU_SPINE_VT; ++i)
+        if (tile_continued[i]) dest[tile_slots[i] - 1] = Op()(carries[i], tile_leads[i]);
+    }
+    return;
+  }
   lookback_tiles(tickets, first_ticket, num_spine, storage.tile_id, status, SegPlus(), none,
                  [&](i64 s, const TileLookbackOf<SegPair, SegPlus>& lookback) {
     u64 first = (u64)s * PER_TILE + (u64)tid * MGPU_SPINE_VT;
