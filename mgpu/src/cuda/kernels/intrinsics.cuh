@@ -105,15 +105,20 @@ __device__ __forceinline__ void cp_async(void* shared, const void* global) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(global), "n"(BYTES)
                  : "memory");
 }
-// A 16-byte cp.async of data read once, whose L2 line goes first (so that lines that are read
-// again, such as an SpMV's vector, stay).
-__device__ __forceinline__ void cp_async_16_evict_first(void* shared, const void* global) {
+// An L2 cache policy under which lines go first (data read once, so that lines read again, such as
+// an SpMV's vector, stay), for cp_async_16_evict_first.
+__device__ __forceinline__ u64 l2_evict_first_policy() {
+  u64 policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+// A 16-byte cp.async under an L2 cache `policy` (l2_evict_first_policy).
+__device__ __forceinline__ void cp_async_16_evict_first(void* shared, const void* global,
+                                                        u64 policy) {
   unsigned s = (unsigned)__cvta_generic_to_shared(shared);
-  asm volatile(
-      "{\n .reg .b64 policy;\n createpolicy.fractional.L2::evict_first.b64 policy, 1.0;\n"
-      " cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, policy;\n}" ::"r"(s),
-      "l"(global)
-      : "memory");
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(s),
+               "l"(global), "l"(policy)
+               : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");

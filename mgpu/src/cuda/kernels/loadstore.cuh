@@ -110,13 +110,15 @@ __device__ __forceinline__ void load_tile_to_shared(Input in, u64 base, int coun
 template <typename X, bool WAIT, bool EVICT_FIRST = false>
 __device__ __forceinline__ void full_tile_to_shared_async(const X* src, X* shared, int tid) {
   constexpr int CHUNKS = MGPU_NV * (int)sizeof(X) / 16;
+  // One policy for the tile's copies (created at each, it spilled an SpMV tile under NVRTC 13.0).
+  const u64 policy = EVICT_FIRST ? l2_evict_first_policy() : 0;
 #pragma unroll
   for (int i = 0; i < (CHUNKS + MGPU_NT - 1) / MGPU_NT; ++i) {
     int c = i * MGPU_NT + tid;
     if (CHUNKS % MGPU_NT == 0 || c < CHUNKS) {
       uint4* to = reinterpret_cast<uint4*>(shared) + c;
       const uint4* from = reinterpret_cast<const uint4*>(src) + c;
-      if (EVICT_FIRST) cp_async_16_evict_first(to, from);
+      if (EVICT_FIRST) cp_async_16_evict_first(to, from, policy);
       else cp_async<16>(to, from);
     }
   }
