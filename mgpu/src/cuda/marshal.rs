@@ -232,9 +232,10 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
             let checks = gpu_checks(segs, offsets_only);
             let helpers = helpers.as_ref().expect("a one-shot's");
             device::validate_and_partition(gpu, helpers, &geometry, &checks, &tuning, true)?
-        } else if check_cols || plan.is_none() {
+        } else if check_cols || (plan.is_none() && geometry.count > 0) {
             // An unchecked one-shot's record has nothing to report but whether every tile holds
-            // a segment start (then its spine takes no look-back).
+            // a segment start (then its spine takes no look-back); without positions there are
+            // no tiles, and a record would only cost the fill a read-back.
             (Some(device::findings(gpu)?), None)
         } else {
             (None, None)
