@@ -217,10 +217,11 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
         )?),
         Some(_) => None,
     };
-    // A one-shot's host waits for the findings' read-back, queued as soon as they are
-    // final, while the GPU goes on with the work queued after it: after the validation, or
-    // where the tiles check the columns, after the tiles (the result then goes from its
-    // temporary to the output on the GPU, unless the findings name a bad index).
+    // A one-shot's host waits for the findings as soon as they are final, while the GPU goes
+    // on with the work queued after them: reported by the first tile after the validation (or
+    // where that cannot be, read back by a copy queued between them), or where the tiles check
+    // the columns, read back after the tiles (the result then goes from its temporary to the
+    // output on the GPU, unless the findings name a bad index).
     let early = (deferred || check_cols) && geometry.count > 0;
     let (bad, queued) = gpu.ordered(&homes, || {
         // A deferred validation (never with a plan) finds the tile limits in the same launch.
@@ -241,8 +242,12 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
             (None, None)
         };
         let mut queued = None;
+        let mut report = None;
         if let (Some(found), true) = (&bad, early && !check_cols) {
-            queued = device::queue_findings(gpu, found)?;
+            report = device::findings_report(gpu)?;
+            if report.is_none() {
+                queued = device::queue_findings(gpu, found)?;
+            }
         }
         let (limits, codes, heads_everywhere) = match plan {
             Some((prepared, _)) => (
@@ -264,12 +269,16 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
             codes,
             heads_everywhere,
             bad.as_ref(),
+            report.as_ref(),
             items,
             temp.as_ref().map_or(dest, |t| t.ptr),
             op,
             mul,
             &tuning,
         )?;
+        if let (Some(report), Some(found)) = (report, &bad) {
+            queued = Some(device::PendingFindings::Reported(report, found.ptr));
+        }
         if let (Some(temp), Some(found), true) = (&temp, &bad, early) {
             queued = device::queue_findings(gpu, found)?;
             let bytes = (segs.offsets.len() * size) as u64;
@@ -279,12 +288,10 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
     })?;
     if deferred || check_cols {
         let found = match queued {
-            Some(queued) => {
-                drop(bad); // cleared behind its read-back, while the GPU goes on
-                device::Findings::wait(queued)?
-            }
+            Some(pending) => device::Findings::wait(gpu, pending)?,
             None => device::read_validation(gpu, bad.as_ref())?,
         };
+        drop(bad); // cleared behind the call's work, while the GPU goes on
         validation_result(gpu, name, segs, found.bad, bounds)?;
         if let (Some(temp), false) = (temp.filter(|t| t.ptr != 0), early) {
             let bytes = segs.offsets.len() * size;

@@ -360,6 +360,95 @@ impl Gpu {
             bytes,
         }))
     }
+
+    /// The stream's read-back buffer as the page-locked words a kernel reports `N` words to,
+    /// then a flag (word `N`) that the host waits for ([`MappedReport::wait`]): a one-shot's
+    /// first tile reports its validation's findings so, with no copy queued between them.
+    /// `None` where the buffer is taken or cannot be mapped (then
+    /// [`queue_download`](Gpu::queue_download)).
+    pub(crate) fn mapped_report<const N: usize>(&self) -> Result<Option<MappedReport<'_, N>>> {
+        const { assert!((N + 1) * 8 <= Readback::BYTES) };
+        let Some(mut readback) = self.readback_buffer() else {
+            return Ok(None);
+        };
+        self.bind()?;
+        let (Some(host), Some(device)) = (readback.host(), readback.device()) else {
+            return Ok(None);
+        };
+        let host = host.cast::<u64>();
+        // SAFETY: `host` is Readback::BYTES of page-locked memory, 8-byte aligned, that the guard
+        // reserves; no kernel writes it until one is launched with `device`.
+        unsafe { std::ptr::write_volatile(host.add(N), 0) };
+        Ok(Some(MappedReport {
+            _readback: readback,
+            host,
+            device,
+            gpu: self,
+            waited: false,
+        }))
+    }
+}
+
+/// Words that a kernel writes to page-locked host memory ([`Gpu::mapped_report`]).
+pub(crate) struct MappedReport<'g, const N: usize> {
+    /// Holds the buffer until the report arrived (or the stream is idle).
+    _readback: std::sync::MutexGuard<'g, Readback>,
+    host: *mut u64,
+    /// The address the kernel writes to.
+    pub device: sys::CUdeviceptr,
+    gpu: &'g Gpu,
+    waited: bool,
+}
+
+impl<const N: usize> MappedReport<'_, N> {
+    /// Waits until the kernel set the flag, and returns the words before it; `None` where the
+    /// stream went idle without them (the kernel was not launched with this report). A failed
+    /// stream is its error.
+    pub(crate) fn wait(mut self) -> Result<Option<[u64; N]>> {
+        self.waited = true;
+        let flag = self.host.wrapping_add(N);
+        let arrived = || {
+            // SAFETY: word N of the buffer this report holds; the kernel writes it once.
+            unsafe { std::ptr::read_volatile(flag) != 0 }
+        };
+        let mut spins = 0u64;
+        while !arrived() {
+            spins += 1;
+            if spins.is_multiple_of(256) {
+                // SAFETY: a query of this Gpu's live stream.
+                let idle = unsafe { sys::cuStreamQuery(self.gpu.stream.cu_stream()) };
+                match idle {
+                    sys::CUresult::CUDA_ERROR_NOT_READY => {}
+                    sys::CUresult::CUDA_SUCCESS if arrived() => break,
+                    sys::CUresult::CUDA_SUCCESS => return Ok(None),
+                    failed => failed
+                        .result()
+                        .map_err(driver("waiting for a kernel's report"))?,
+                }
+                if spins > 1 << 16 {
+                    std::thread::yield_now();
+                }
+            }
+            std::hint::spin_loop();
+        }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        let mut out = [0u64; N];
+        for (i, word) in out.iter_mut().enumerate() {
+            // SAFETY: words before the flag, written before it (the kernel's system fence).
+            *word = unsafe { std::ptr::read_volatile(self.host.add(i)) };
+        }
+        Ok(Some(out))
+    }
+}
+
+impl<const N: usize> Drop for MappedReport<'_, N> {
+    fn drop(&mut self) {
+        // Unwaited (an error after the launch): the kernel may still write the buffer, which
+        // the next read-back may then hold.
+        if !self.waited {
+            let _ = self.gpu.synchronize();
+        }
+    }
 }
 
 /// A read-back queued by [`Gpu::queue_download`].
@@ -393,6 +482,8 @@ impl QueuedDownload<'_> {
 #[derive(Default)]
 pub(crate) struct Readback {
     host: Option<std::ptr::NonNull<u8>>,
+    /// The buffer's address on the device (`None`: not mapped).
+    device: Option<sys::CUdeviceptr>,
     event: Option<sys::CUevent>,
     failed: bool,
 }
@@ -408,13 +499,27 @@ impl Readback {
     /// caller copies to pageable memory instead).
     fn host(&mut self) -> Option<*mut u8> {
         if self.host.is_none() && !self.failed {
-            // SAFETY: a plain page-locked allocation in the bound context, freed by `release`.
-            match unsafe { result::malloc_host(Self::BYTES, 0) } {
+            // SAFETY: a page-locked allocation in the bound context, mapped into the device's
+            // address space, freed by `release`.
+            match unsafe { result::malloc_host(Self::BYTES, sys::CU_MEMHOSTALLOC_DEVICEMAP) } {
                 Ok(p) => self.host = std::ptr::NonNull::new(p.cast::<u8>()),
                 Err(_) => self.failed = true,
             }
+            if let Some(host) = self.host {
+                let mut device = 0;
+                // SAFETY: `host` is a mapped page-locked allocation of the bound context.
+                let mapped = unsafe {
+                    sys::cuMemHostGetDevicePointer_v2(&mut device, host.as_ptr().cast(), 0)
+                };
+                self.device = (mapped == sys::CUresult::CUDA_SUCCESS).then_some(device);
+            }
         }
         self.host.map(|p| p.as_ptr())
+    }
+
+    /// The buffer's device address, where it is mapped (after [`host`](Readback::host)).
+    fn device(&self) -> Option<sys::CUdeviceptr> {
+        self.device
     }
 
     /// The event of queued copies, created on first use in the bound context; `None` where it

@@ -5,7 +5,7 @@
 use super::family::{part, Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Load, Prelude};
 use super::lookback::{self, TileStatusArgs};
-use super::memory::{DeviceMem, FindingsRecord, QueuedDownload};
+use super::memory::{DeviceMem, FindingsRecord, MappedReport, QueuedDownload};
 use super::{ByValue, Gpu, LoadedModule};
 use crate::error::Result;
 use crate::tuning::{Family, Tuning, MAX_TILE_BYTES};
@@ -366,12 +366,13 @@ crate::kernel_args! {
     // SAFETY: mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
     // u64 vec_len, const O* offsets, const O* sources, const O* limits, u64 num_segments,
     // u64 count, const unsigned* codes, u64* bad, T* dest, T identity, SegPair* totals,
-    // T* leads, unsigned char* continued).
+    // T* leads, unsigned char* continued, u64* report).
     TilesArgs<T> = "mgpu_segreduce" {
         input: u64, matrix: CUdeviceptr, cols: CUdeviceptr, vec: CUdeviceptr, vec_len: u64,
         offsets: CUdeviceptr, sources: CUdeviceptr, limits: CUdeviceptr, num_segments: u64,
         count: u64, codes: CUdeviceptr, bad: CUdeviceptr, dest: CUdeviceptr,
         identity: ByValue<T>, totals: CUdeviceptr, leads: CUdeviceptr, continued: CUdeviceptr,
+        report: CUdeviceptr,
     }
 }
 
@@ -397,10 +398,11 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_segreduce_validate_offsets(const O* offsets, u64 num_segments, u64 count,
-    // int strict, u64* bad, unsigned partition_ctas, u64 num_tiles, O* limits).
+    // int strict, u64* bad, unsigned partition_ctas, u64 num_tiles, O* limits,
+    // unsigned team_log).
     ValidateOffsetsArgs = "mgpu_segreduce_validate_offsets" {
         offsets: CUdeviceptr, num_segments: u64, count: u64, strict: i32, bad: CUdeviceptr,
-        partition_ctas: u32, num_tiles: u64, limits: CUdeviceptr,
+        partition_ctas: u32, num_tiles: u64, limits: CUdeviceptr, team_log: u32,
     }
 }
 
@@ -421,9 +423,10 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_segreduce_partition(const O* offsets, u64 num_segments, u64 count,
-    // u64 num_tiles, O* limits).
+    // u64 num_tiles, O* limits, unsigned team_log).
     PartitionArgs = "mgpu_segreduce_partition" {
         offsets: CUdeviceptr, num_segments: u64, count: u64, num_tiles: u64, limits: CUdeviceptr,
+        team_log: u32,
     }
 }
 
@@ -626,12 +629,14 @@ pub(crate) fn validate_and_partition(
     let offsets_alone = geometry.sources == 0 && in_width;
     let mut limits = None;
     if offsets_alone && geometry.num_segments > 0 {
-        let (mut partition_ctas, mut num_tiles) = (0, 0);
+        let (mut partition_ctas, mut num_tiles, mut team_log) = (0, 0, 0);
         if partition && geometry.count > 0 {
             let (tiles, mem) = alloc_limits(gpu, geometry, tuning)?;
             num_tiles = tiles;
+            team_log = search_team_log(gpu, tiles);
+            let threads = (tiles + 1) << team_log;
             partition_ctas =
-                u32::try_from((tiles + 1).div_ceil(block as u64)).expect("fewer than 2^40 tiles");
+                u32::try_from(threads.div_ceil(block as u64)).expect("fewer than 2^40 tiles");
             limits = Some(mem);
         }
         let args = ValidateOffsetsArgs {
@@ -643,6 +648,7 @@ pub(crate) fn validate_and_partition(
             partition_ctas,
             num_tiles,
             limits: limits.as_ref().map_or(0, |l| l.ptr),
+            team_log,
         };
         let grid = geometry
             .num_segments
@@ -696,15 +702,36 @@ pub(crate) fn read_validation(gpu: &Gpu, bad: Option<&FindingsRecord>) -> Result
     Ok(Findings::from_record(out))
 }
 
+/// The five words of a validation's findings, reported to the host by the first tile of the
+/// reduction after it ([`reduce`], [`Gpu::mapped_report`]).
+pub(crate) type Report<'g> = MappedReport<'g, 5>;
+
+/// A one-shot's findings on their way to the host, which waits for them ([`Findings::wait`]),
+/// not for the work queued after them.
+pub(crate) enum PendingFindings<'g> {
+    /// Reported by the first tile; the record itself (kept until then) is read where the
+    /// report did not come.
+    Reported(Report<'g>, CUdeviceptr),
+    /// A copy queued after the kernels that fill them.
+    Copied(QueuedDownload<'g>),
+}
+
+/// A report for the findings of a validation, where the stream's read-back buffer is free and
+/// mapped.
+pub(crate) fn findings_report(gpu: &Gpu) -> Result<Option<Report<'_>>> {
+    gpu.mapped_report()
+}
+
 /// Queues the read-back of the findings `bad` (from [`launch_validation`], or [`findings`]
-/// filled by the tiles) after the work queued so far: the host then waits for them
-/// ([`Findings::wait`]), not for the work queued after. `None` where no buffer is free (then
+/// filled by the tiles) after the work queued so far. `None` where no buffer is free (then
 /// [`read_validation`]).
 pub(crate) fn queue_findings<'g>(
     gpu: &'g Gpu,
     bad: &FindingsRecord,
-) -> Result<Option<QueuedDownload<'g>>> {
-    gpu.queue_download(bad.ptr, 40)
+) -> Result<Option<PendingFindings<'g>>> {
+    Ok(gpu
+        .queue_download(bad.ptr, 40)?
+        .map(PendingFindings::Copied))
 }
 
 impl Findings {
@@ -718,10 +745,17 @@ impl Findings {
         }
     }
 
-    /// The findings of a queued read-back ([`queue_findings`]).
-    pub(crate) fn wait(queued: QueuedDownload<'_>) -> Result<Findings> {
+    /// The findings on their way ([`queue_findings`], or a report) once they arrive. `gpu`: the
+    /// stream they come from.
+    pub(crate) fn wait(gpu: &Gpu, pending: PendingFindings<'_>) -> Result<Findings> {
         let mut out = [0u64; 5];
-        queued.wait(&mut out)?;
+        match pending {
+            PendingFindings::Copied(queued) => queued.wait(&mut out)?,
+            PendingFindings::Reported(report, record) => match report.wait()? {
+                Some(words) => out = words,
+                None => gpu.download(record, &mut out)?,
+            },
+        }
         Ok(Findings::from_record(out))
     }
 }
@@ -765,16 +799,31 @@ pub(crate) fn partition(
     let module = helper_module(gpu, geometry, tuning)?;
     let (num_tiles, limits) = alloc_limits(gpu, geometry, tuning)?;
     let block = 256u32;
-    let grid = (num_tiles + 1).div_ceil(block as u64) as u32;
+    let team_log = search_team_log(gpu, num_tiles);
+    let grid = ((num_tiles + 1) << team_log).div_ceil(block as u64);
+    let grid = u32::try_from(grid).expect("fewer than 2^40 tiles");
     let args = PartitionArgs {
         offsets: geometry.offsets,
         num_segments: geometry.num_segments,
         count: geometry.count,
         num_tiles,
         limits: limits.ptr,
+        team_log,
     };
     gpu.launch(&module, grid, block, &args)?;
     Ok(Some(limits))
+}
+
+/// log2 of the lanes that search each tile limit together (kernel_segreduce.cu's `tile_limit`):
+/// the widest team, up to a warp, whose threads take at most half of what the SMs hold at once,
+/// so that the searches run in one wave beside the offsets' checks. 2^24 items in tiles of 2,944
+/// take teams of 16 (five steps through 2^20 offsets, not 20); 2^28, single lanes.
+fn search_team_log(gpu: &Gpu, num_tiles: u64) -> u32 {
+    let room = gpu.sm_count as u64 * 1024;
+    (0..=5u32)
+        .rev()
+        .find(|&log| (num_tiles + 1) << log <= room)
+        .unwrap_or(0)
 }
 
 /// The number of tiles of `tuning.nv()` positions, and room for their limits (one more offset).
@@ -848,7 +897,8 @@ pub(crate) fn heads_everywhere(
 /// in every tile but the last (from [`heads_everywhere`]): one result per segment to `dest`, the
 /// identity for empty segments. The geometry was validated, or its validation is
 /// queued before (`bad`, from [`launch_validation`]): where that finds a bad index, the kernels
-/// write nothing.
+/// write nothing. With `report`, the first tile reports those findings to the host (they are
+/// final before the tiles start).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce<T: Element>(
     gpu: &Arc<Gpu>,
@@ -857,6 +907,7 @@ pub(crate) fn reduce<T: Element>(
     codes: Option<&DeviceMem>,
     heads_everywhere: bool,
     bad: Option<&FindingsRecord>,
+    report: Option<&Report<'_>>,
     items: Items<'_>,
     dest: CUdeviceptr,
     op: &Op<T>,
@@ -916,6 +967,7 @@ pub(crate) fn reduce<T: Element>(
         totals,
         leads,
         continued,
+        report: report.map_or(0, |r| r.device),
     };
     let grid = u32::try_from(num_tiles).expect("fewer than 2^32 tiles");
     gpu.launch(&module, grid, tuning.nt, &tiles)?;

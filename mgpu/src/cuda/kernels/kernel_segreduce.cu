@@ -29,8 +29,9 @@
 // (the lead follows the carry), so the operator need not commute.
 //
 // Validation (mgpu_segreduce_validate) runs on the same stream before a one-shot reduction, and
-// the host reads its findings back once, after every launch: the tile and spine kernels write
-// nothing when it found a bad index (seg_rejected), and read nothing it did not check.
+// the host learns its findings once, after every launch (the first tile reports them to mapped
+// host memory): the tile and spine kernels write nothing when it found a bad index
+// (seg_rejected), and read nothing it did not check.
 //
 // Defines from the host (cuda/segreduce.rs):
 //   MGPU_SPMV      0: the items are the values (`Input`, mapped or plain); 1: vec[cols[m]] (unary
@@ -365,6 +366,16 @@ static_assert(!(MGPU_CHECK_COLS && (MGPU_INDIRECT || MGPU_SPMV == 0)),
               "the tiles check the columns of direct SpMV only");
 
 #ifdef MGPU_WANT_mgpu_segreduce
+// A one-shot's host learns the validation's findings (bad[0..5), final before the tiles start)
+// from the first tile, which copies them to page-locked host memory (`report`, mapped) and then
+// sets report[5]: no copy is queued between the validation and the tiles.
+__device__ __forceinline__ void report_findings(const u64* bad, u64* report) {
+  volatile u64* to = report;
+  for (int i = 0; i < 5; ++i) to[i] = bad[i];
+  __threadfence_system();  // the findings reach the host before the flag
+  to[5] = 1;
+}
+
 // One CTA per tile. For the spine, tile t leaves totals[t] (its (heads, reduction since its last
 // head) pair), continued[t] (whether its first item continues a segment that ends in the tile)
 // and then leads[t] (the tile's part of that segment).
@@ -372,9 +383,11 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
                    u64 vec_len, const O* offsets, const O* sources, const O* limits,
                    u64 num_segments, u64 count, const unsigned* codes, u64* bad, T* dest,
-                   T identity, SegPair* totals, T* leads, unsigned char* continued) {
+                   T identity, SegPair* totals, T* leads, unsigned char* continued,
+                   u64* report) {
   __shared__ SegReduceStorage storage;
   int tid = threadIdx.x;
+  if (report && blockIdx.x == 0 && tid == 0) report_findings(bad, report);
   const SegTile at = seg_tile(count);
   u64 tile = at.index, base = at.base;
   int n = at.n;
@@ -797,26 +810,56 @@ extern "C" __global__ void mgpu_segreduce_headless(const O* limits, u64 num_tile
 
 // Tile limits: limits[t] = the first segment starting at or after tile t's first position, for
 // t < num_tiles, and limits[num_tiles] = the first segment starting at `count` (the empty ones
-// there follow the last non-empty segment). One thread per limit, a binary search each. On
+// there follow the last non-empty segment). A team of 2^team_log consecutive lanes finds a limit:
+// at each step all its lanes but the last read one offset each, which split the range left into
+// as many parts as the team has lanes, so the search is log_team of the segments' dependent
+// loads, not log2 (a chain of L2 round trips: teams of 16 made one-shots at 2^24 3-8 us faster;
+// BENCHMARKS.md). Parts by shifts: a 64-bit division is a long subroutine, and three a step made
+// the searches slower than the binary search. The host picks the widest team whose threads still
+// fit one wave with the other CTAs (segreduce.rs); a team of one searches alone. `thread`
+// is the calling thread's index in the partition's grid; every lane of its warp calls. On
 // offsets that fail validation a limit is still a segment index, which the tiles do not use.
 __device__ __forceinline__ void tile_limit(const O* offsets, u64 num_segments, u64 count,
-                                           u64 num_tiles, O* limits, u64 t) {
-  if (t > num_tiles) return;
-  u64 position = t < num_tiles ? t * MGPU_NV : count;
-  u64 lo = 0, hi = num_segments;
-  while (lo < hi) {
-    u64 mid = (lo + hi) / 2;
-    if ((u64)offsets[mid] < position) lo = mid + 1;
-    else hi = mid;
+                                           u64 num_tiles, O* limits, u64 thread,
+                                           unsigned team_log) {
+  const unsigned team = 1u << team_log;
+  const unsigned parts_log = max(team_log, 1u), probes = (1u << parts_log) - 1;
+  const u64 t = thread >> team_log;
+  const unsigned rank = (unsigned)thread & (team - 1);
+  const unsigned first_lane = (threadIdx.x % MGPU_WARP) & ~(team - 1);
+  const u64 position = t < num_tiles ? t * MGPU_NV : count;
+  // The limit lies in [lo, hi]; probe r of a step is lo + (span * (r + 1)) / 2^parts_log.
+  u64 lo = 0, hi = t <= num_tiles ? num_segments : 0;
+  if (team_log == 0) {  // a lane alone: the plain binary search, without the votes
+    while (lo < hi) {
+      const u64 mid = (lo + hi) / 2;
+      if ((u64)offsets[mid] < position) lo = mid + 1;
+      else hi = mid;
+    }
   }
-  limits[t] = (O)lo;
+  while (__any_sync(MGPU_FULL_MASK, lo < hi)) {
+    const u64 span = hi - lo;
+    const bool searching = lo < hi;
+    const bool below = searching && rank < probes &&
+                       (u64)offsets[lo + ((span * (rank + 1)) >> parts_log)] < position;
+    // On increasing offsets the probes below `position` are the team's first k.
+    const unsigned votes = __ballot_sync(MGPU_FULL_MASK, below) >> first_lane;
+    const unsigned k = __popc(votes & ((2u << (team - 1)) - 1));
+    if (searching) {  // past probe k - 1, up to probe k
+      const u64 base = lo;
+      if (k > 0) lo = base + ((span * k) >> parts_log) + 1;
+      if (k < probes) hi = base + ((span * (k + 1)) >> parts_log);
+    }
+  }
+  if (t <= num_tiles && rank == 0) limits[t] = (O)min(lo, num_segments);
 }
 
 #ifdef MGPU_WANT_mgpu_segreduce_partition
 extern "C" __global__ void mgpu_segreduce_partition(const O* offsets, u64 num_segments,
-                                                    u64 count, u64 num_tiles, O* limits) {
+                                                    u64 count, u64 num_tiles, O* limits,
+                                                    unsigned team_log) {
   tile_limit(offsets, num_segments, count, num_tiles, limits,
-             (u64)blockIdx.x * blockDim.x + threadIdx.x);
+             (u64)blockIdx.x * blockDim.x + threadIdx.x, team_log);
 }
 #endif
 
@@ -902,11 +945,12 @@ __device__ __forceinline__ void check_offsets(const W (&x)[VALIDATE_VECS][VALIDA
 extern "C" __global__ void __launch_bounds__(256)
     mgpu_segreduce_validate_offsets(const O* offsets, u64 num_segments, u64 count, int strict,
                                     u64* bad, unsigned partition_ctas, u64 num_tiles,
-                                    O* limits) {
+                                    O* limits, unsigned team_log) {
   typedef typename OffsetWord<sizeof(O)>::type W;
   const int tid = threadIdx.x, lane = tid % MGPU_WARP;
   if (blockIdx.x < partition_ctas) {
-    tile_limit(offsets, num_segments, count, num_tiles, limits, (u64)blockIdx.x * 256 + tid);
+    tile_limit(offsets, num_segments, count, num_tiles, limits, (u64)blockIdx.x * 256 + tid,
+               team_log);
     return;
   }
   const u64 base = (u64)(blockIdx.x - partition_ctas) * VALIDATE_TILE;
