@@ -218,10 +218,10 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
         Some(_) => None,
     };
     // A one-shot's host waits for the findings as soon as they are final, while the GPU goes
-    // on with the work queued after them: reported by the first tile after the validation (or
-    // where that cannot be, read back by a copy queued between them), or where the tiles check
-    // the columns, read back after the tiles (the result then goes from its temporary to the
-    // output on the GPU, unless the findings name a bad index).
+    // on with the work queued after them: reported by the first CTA of the next kernel (or where
+    // that cannot be, read back by a copy queued before it): the tiles after the validation, or
+    // where the tiles check the columns, the copy of the result from its temporary to the
+    // output, which writes nothing where the findings name a bad index.
     let early = (deferred || check_cols) && geometry.count > 0;
     let (bad, queued) = gpu.ordered(&homes, || {
         // A deferred validation (never with a plan) finds the tile limits in the same launch.
@@ -280,9 +280,16 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
             queued = Some(device::PendingFindings::Reported(report, found.ptr));
         }
         if let (Some(temp), Some(found), true) = (&temp, &bad, early) {
-            queued = device::queue_findings(gpu, found)?;
+            let report = device::findings_report(gpu)?;
+            if report.is_none() {
+                queued = device::queue_findings(gpu, found)?;
+            }
             let bytes = (segs.offsets.len() * size) as u64;
-            device::copy_checked(gpu, &geometry, &tuning, (temp.ptr, dest, bytes), found)?;
+            let copy = (temp.ptr, dest, bytes);
+            device::copy_checked(gpu, &geometry, &tuning, copy, found, report.as_ref())?;
+            if let Some(report) = report {
+                queued = Some(device::PendingFindings::Reported(report, found.ptr));
+            }
         }
         Ok((bad, queued))
     })?;

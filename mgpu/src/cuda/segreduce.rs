@@ -441,9 +441,9 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     // SAFETY: mgpu_segreduce_copy_checked(const unsigned char* from, unsigned char* to,
-    // u64 bytes, const u64* bad).
+    // u64 bytes, const u64* bad, u64* report).
     CopyCheckedArgs = "mgpu_segreduce_copy_checked" {
-        from: CUdeviceptr, to: CUdeviceptr, bytes: u64, bad: CUdeviceptr,
+        from: CUdeviceptr, to: CUdeviceptr, bytes: u64, bad: CUdeviceptr, report: CUdeviceptr,
     }
 }
 
@@ -702,15 +702,15 @@ pub(crate) fn read_validation(gpu: &Gpu, bad: Option<&FindingsRecord>) -> Result
     Ok(Findings::from_record(out))
 }
 
-/// The five words of a validation's findings, reported to the host by the first tile of the
-/// reduction after it ([`reduce`], [`Gpu::mapped_report`]).
+/// The five words of a one-shot's findings, reported to the host by the first CTA of the kernel
+/// after those that make them ([`reduce`], [`copy_checked`], [`Gpu::mapped_report`]).
 pub(crate) type Report<'g> = MappedReport<'g, 5>;
 
 /// A one-shot's findings on their way to the host, which waits for them ([`Findings::wait`]),
 /// not for the work queued after them.
 pub(crate) enum PendingFindings<'g> {
-    /// Reported by the first tile; the record itself (kept until then) is read where the
-    /// report did not come.
+    /// Reported by a kernel; the record itself (kept until then) is read where the report did
+    /// not come.
     Reported(Report<'g>, CUdeviceptr),
     /// A copy queued after the kernels that fill them.
     Copied(QueuedDownload<'g>),
@@ -761,13 +761,15 @@ impl Findings {
 }
 
 /// Copies `bytes` from `from` to `to` on the stream unless the findings `bad` name a bad index
-/// (a one-shot SpMV's result, once its tiles checked the columns).
+/// (a one-shot SpMV's result, once its tiles checked the columns). With `report`, the copy's
+/// first CTA reports the findings there.
 pub(crate) fn copy_checked(
     gpu: &Arc<Gpu>,
     geometry: &Geometry,
     tuning: &Tuning,
     (from, to, bytes): (CUdeviceptr, CUdeviceptr, u64),
     bad: &FindingsRecord,
+    report: Option<&Report<'_>>,
 ) -> Result<()> {
     if bytes == 0 {
         return Ok(());
@@ -782,6 +784,7 @@ pub(crate) fn copy_checked(
         to,
         bytes,
         bad: bad.ptr,
+        report: report.map_or(0, |r| r.device),
     };
     gpu.launch(&module, grid, block, &args)
 }
@@ -817,10 +820,11 @@ pub(crate) fn partition(
 /// log2 of the lanes that search each tile limit together (kernel_segreduce.cu's `tile_limit`):
 /// the widest team, up to a warp, whose threads take at most half of what the SMs hold at once,
 /// so that the searches run in one wave beside the offsets' checks. 2^24 items in tiles of 2,944
-/// take teams of 16 (five steps through 2^20 offsets, not 20); 2^28, single lanes.
+/// take teams of 16 (five steps through 2^20 offsets, not 20); 2^28, single lanes. Never two: a
+/// team's last lane does not probe, so a pair searches as one lane does.
 fn search_team_log(gpu: &Gpu, num_tiles: u64) -> u32 {
     let room = gpu.sm_count as u64 * 1024;
-    (0..=5u32)
+    (2..=5u32)
         .rev()
         .find(|&log| (num_tiles + 1) << log <= room)
         .unwrap_or(0)

@@ -365,10 +365,10 @@ __device__ __forceinline__ T load_item(Input values, const T* matrix, const unsi
 static_assert(!(MGPU_CHECK_COLS && (MGPU_INDIRECT || MGPU_SPMV == 0)),
               "the tiles check the columns of direct SpMV only");
 
-#ifdef MGPU_WANT_mgpu_segreduce
-// A one-shot's host learns the validation's findings (bad[0..5), final before the tiles start)
-// from the first tile, which copies them to page-locked host memory (`report`, mapped) and then
-// sets report[5]: no copy is queued between the validation and the tiles.
+// A one-shot's host learns the findings (bad[0..5)) from the first CTA of the kernel after those
+// that make them (the tiles after the validation; the copy of a SpMV's checked result after the
+// tiles), which copies them to page-locked host memory (`report`, mapped) and then sets
+// report[5]: no copy is queued between the kernels.
 __device__ __forceinline__ void report_findings(const u64* bad, u64* report) {
   volatile u64* to = report;
   for (int i = 0; i < 5; ++i) to[i] = bad[i];
@@ -376,6 +376,7 @@ __device__ __forceinline__ void report_findings(const u64* bad, u64* report) {
   to[5] = 1;
 }
 
+#ifdef MGPU_WANT_mgpu_segreduce
 // One CTA per tile. For the spine, tile t leaves totals[t] (its (heads, reduction since its last
 // head) pair), continued[t] (whether its first item continues a segment that ends in the tile)
 // and then leads[t] (the tile's part of that segment).
@@ -775,12 +776,13 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 #ifdef MGPU_WANT_mgpu_segreduce_copy_checked
 // Copies `bytes` from `from` to `to` unless the findings `bad` name a bad index (bad[0..2]; an
 // empty segment, bad[3], is an error only where it also set bad[0]): a one-shot SpMV's result,
-// kept aside until its tiles had checked every column. Queued before the host reads the
-// findings, so the call does not wait for a copy launched after them. 16-byte words where both
-// ends and the length allow, else 4-byte words or bytes; grid-stride.
+// kept aside until its tiles had checked every column. Its first CTA reports the findings (with
+// `report`), so the call waits for them, not for the copy. 16-byte words where both ends and the
+// length allow, else 4-byte words or bytes; grid-stride.
 extern "C" __global__ void mgpu_segreduce_copy_checked(const unsigned char* from,
                                                        unsigned char* to, u64 bytes,
-                                                       const u64* bad) {
+                                                       const u64* bad, u64* report) {
+  if (report && blockIdx.x == 0 && threadIdx.x == 0) report_findings(bad, report);
   if ((bad[0] & bad[1] & bad[2]) != ~0ull) return;  // a bad index: write nothing
   u64 stride = (u64)gridDim.x * blockDim.x, i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
   u64 align = (u64)from | (u64)to | bytes;
