@@ -716,7 +716,7 @@ pub(crate) enum PendingFindings<'g> {
     Copied(QueuedDownload<'g>),
 }
 
-/// A report for the findings of a validation, where the stream's read-back buffer is free and
+/// A report for a one-shot's findings, where the stream's read-back buffer is free and
 /// mapped.
 pub(crate) fn findings_report(gpu: &Gpu) -> Result<Option<Report<'_>>> {
     gpu.mapped_report()

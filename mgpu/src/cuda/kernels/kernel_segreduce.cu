@@ -815,10 +815,11 @@ extern "C" __global__ void mgpu_segreduce_headless(const O* limits, u64 num_tile
 // there follow the last non-empty segment). A team of 2^team_log consecutive lanes finds a limit:
 // at each step all its lanes but the last read one offset each, which split the range left into
 // as many parts as the team has lanes, so the search is log_team of the segments' dependent
-// loads, not log2 (a chain of L2 round trips: teams of 16 made one-shots at 2^24 3-8 us faster;
-// BENCHMARKS.md). Parts by shifts: a 64-bit division is a long subroutine, and three a step made
-// the searches slower than the binary search. The host picks the widest team whose threads still
-// fit one wave with the other CTAs (segreduce.rs); a team of one searches alone. `thread`
+// loads, not log2 (a chain of L2 round trips: teams of 16 made the unchecked calls at 2^24 3-5 us
+// faster; BENCHMARKS.md). Parts by shifts: a 64-bit division is a long subroutine, and three a
+// step made the searches slower than the binary search. The host picks the widest team of at
+// least four whose threads fit one wave with the other CTAs (segreduce.rs), else a lane searches
+// alone, by the plain binary search (the votes made it slower). `thread`
 // is the calling thread's index in the partition's grid; every lane of its warp calls. On
 // offsets that fail validation a limit is still a segment index, which the tiles do not use.
 __device__ __forceinline__ void tile_limit(const O* offsets, u64 num_segments, u64 count,
@@ -832,7 +833,7 @@ __device__ __forceinline__ void tile_limit(const O* offsets, u64 num_segments, u
   const u64 position = t < num_tiles ? t * MGPU_NV : count;
   // The limit lies in [lo, hi]; probe r of a step is lo + (span * (r + 1)) / 2^parts_log.
   u64 lo = 0, hi = t <= num_tiles ? num_segments : 0;
-  if (team_log == 0) {  // a lane alone: the plain binary search, without the votes
+  if (team_log == 0) {  // a lane alone
     while (lo < hi) {
       const u64 mid = (lo + hi) / 2;
       if ((u64)offsets[mid] < position) lo = mid + 1;
