@@ -207,6 +207,24 @@ pub(crate) fn launch_shared<A: KernelArgs>(
     })
 }
 
+/// [`launch`] of a kernel that waits for the kernel before it on the stream
+/// (`grid_dependency_wait` before it touches memory): launched with [`Gpu::launch_dependent`],
+/// its CTAs come up while that kernel ends (a segmented reduction's spine behind its tiles).
+pub(crate) fn launch_dependent<A: KernelArgs>(
+    gpu: &Gpu,
+    module: &LoadedModule,
+    num_tiles: u64,
+    block: u32,
+    published: impl Into<Published>,
+    args: impl FnOnce(CUdeviceptr, u64, TileStatusArgs) -> A,
+) -> Result<()> {
+    let grid = num_tiles.min((gpu.sm_count * module.resident::<A>()) as u64);
+    let layout = published.into().layout();
+    with_lookback(gpu, num_tiles, grid, layout, |tickets, first, status| {
+        gpu.launch_dependent(module, grid as u32, block, &args(tickets, first, status))
+    })
+}
+
 impl From<usize> for Published {
     fn from(bytes: usize) -> Published {
         Published::Value(bytes)

@@ -115,8 +115,9 @@ pub(crate) struct Gpu {
     /// Page-locked host memory for the small read-backs that end a call (a validation's
     /// findings), allocated on first use.
     pub(crate) readback: Mutex<memory::Readback>,
-    /// A cleared findings record (`memory::FindingsRecord`) kept between calls; 0: none.
-    pub(crate) findings: Mutex<sys::CUdeviceptr>,
+    /// The findings records (`memory::FindingsRecord`) of this stream's calls, allocated on
+    /// first use.
+    pub(crate) findings: Mutex<memory::FindingsRing>,
 }
 
 impl Drop for Gpu {
@@ -128,8 +129,8 @@ impl Drop for Gpu {
         std::mem::take(carries).release(self);
         let readback = self.readback.get_mut().unwrap_or_else(|e| e.into_inner());
         std::mem::take(readback).release(self);
-        let findings = *self.findings.get_mut().unwrap_or_else(|e| e.into_inner());
-        self.free(findings);
+        let findings = self.findings.get_mut().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(findings).release(self);
     }
 }
 
@@ -261,7 +262,7 @@ impl Gpu {
             lookback: Mutex::new(lookback::LookbackScratch::default()),
             carries: Mutex::new(memory::StreamScratch::default()),
             readback: Mutex::new(memory::Readback::default()),
-            findings: Mutex::new(0),
+            findings: Mutex::default(),
         })
     }
 
@@ -279,7 +280,7 @@ impl Gpu {
             lookback: Mutex::new(lookback::LookbackScratch::default()),
             carries: Mutex::new(memory::StreamScratch::default()),
             readback: Mutex::new(memory::Readback::default()),
-            findings: Mutex::new(0),
+            findings: Mutex::default(),
         }
     }
 

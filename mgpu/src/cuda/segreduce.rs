@@ -786,7 +786,7 @@ pub(crate) fn copy_checked(
         bad: bad.ptr,
         report: report.map_or(0, |r| r.device),
     };
-    gpu.launch(&module, grid, block, &args)
+    gpu.launch_dependent(&module, grid, block, &args)
 }
 
 /// The tile limits of the geometry for tiles of `tuning.nv()` positions (num_tiles + 1 offsets
@@ -974,7 +974,7 @@ pub(crate) fn reduce<T: Element>(
         report: report.map_or(0, |r| r.device),
     };
     let grid = u32::try_from(num_tiles).expect("fewer than 2^32 tiles");
-    gpu.launch(&module, grid, tuning.nt, &tiles)?;
+    gpu.launch_dependent(&module, grid, tuning.nt, &tiles)?;
     if num_tiles == 1 {
         return Ok(()); // a single tile continues no segment
     }
@@ -990,10 +990,10 @@ pub(crate) fn reduce<T: Element>(
         };
         let grid = num_tiles.div_ceil(tuning.nt as u64);
         let grid = u32::try_from(grid).expect("fewer than 2^32 tiles");
-        return gpu.launch(&module, grid, tuning.nt, &fixup);
+        return gpu.launch_dependent(&module, grid, tuning.nt, &fixup);
     }
     let num_spine = num_tiles.div_ceil(tuning.nt as u64 * SPINE_VT as u64);
-    lookback::launch(
+    lookback::launch_dependent(
         gpu,
         &module,
         num_spine,

@@ -287,11 +287,11 @@ fn one_shots_in_turn_start_from_clean_findings() {
         let vbuf = ctx.upload(&values).unwrap();
         // Every tile holds a start (segments of up to half a tile), then long segments (3 to 20
         // tiles: some tiles hold none), then short ones again.
-        let short = || Dist::Uniform(nv / 4);
-        for (round, dist) in [short(), Dist::ManyTiles, short(), Dist::PowerLaw, short()]
-            .into_iter()
-            .enumerate()
-        {
+        let short = Dist::Uniform(nv / 4);
+        let dists = [short, Dist::ManyTiles, short, Dist::PowerLaw, short];
+        // On the GPU, 150 calls: the stream's ring of 64 findings records comes round twice.
+        let repeats = if ctx.is_gpu() { 10 } else { 1 };
+        for (round, dist) in std::iter::repeat_n(dists, repeats).flatten().enumerate() {
             let lengths = gen_lengths(&mut r, n, dist, nv);
             let (offsets, _) = offsets_of(&lengths);
             let expect = reference(&offsets, n, None, |m| values[m], &affine_op());
@@ -330,6 +330,84 @@ fn one_shots_in_turn_start_from_clean_findings() {
                 );
             }
         }
+    }
+}
+
+/// Threads taking turns on one stream, each with its own geometries, good and bad, one-shot and
+/// unchecked: a call's findings record is its own even where the stream's ring of them comes
+/// round while other calls hold theirs.
+#[test]
+fn one_shots_from_threads_on_one_stream() {
+    let mut r = rng();
+    for ctx in backends() {
+        let nv = seg_tile::<i64, u32>(&ctx, SegItems::Values, false);
+        let calls = if ctx.is_gpu() { 60 } else { 3 };
+        let seeds: Vec<u64> = (0..4).map(|_| r.random()).collect();
+        std::thread::scope(|s| {
+            for (t, &seed) in seeds.iter().enumerate() {
+                let ctx = &ctx;
+                s.spawn(move || {
+                    use rand::SeedableRng;
+                    let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+                    for call in 0..calls {
+                        let n = r.random_range(1..6 * nv);
+                        let values: Vec<i64> = random_vec(&mut r, n);
+                        let dist = [Dist::Uniform(nv / 4), Dist::ManyTiles][call % 2];
+                        let lengths = gen_lengths(&mut r, n, dist, nv);
+                        let (offsets, _) = offsets_of(&lengths);
+                        let what = format!("{ctx:?} thread {t} call {call} n={n} {dist:?}");
+                        let expect = reference(&offsets, n, None, |m| values[m], &Op::plus());
+                        let vbuf = ctx.upload(&values).unwrap();
+                        let mut o32 = to_o::<u32>(&offsets);
+                        if call % 3 == 2 {
+                            // Not starting at 0, or past the values: rejected, nothing written.
+                            let at = r.random_range(0..o32.len());
+                            o32[at] = if at == 0 { 1 } else { n as u32 + 1 };
+                            let obuf = ctx.upload(&o32).unwrap();
+                            let mut out = poisoned::<i64>(ctx, o32.len());
+                            let e = ctx
+                                .segreduce_csr(
+                                    &vbuf,
+                                    Csr::allow_empty(&obuf),
+                                    &mut out,
+                                    &Op::plus(),
+                                )
+                                .unwrap_err();
+                            expect_invalid(e, &[&format!("offsets[{at}]")], &what);
+                            check(
+                                &out.to_vec().unwrap(),
+                                &vec![i64::poison(); o32.len()],
+                                &format!("{what}: written on error"),
+                            );
+                            continue;
+                        }
+                        let obuf = ctx.upload(&o32).unwrap();
+                        let mut out = poisoned::<i64>(ctx, offsets.len());
+                        if call % 3 == 1 {
+                            // SAFETY: offsets_of builds valid offsets over n values.
+                            unsafe {
+                                ctx.segreduce_csr_unchecked(
+                                    &vbuf,
+                                    Csr::allow_empty(&obuf),
+                                    &mut out,
+                                    &Op::plus(),
+                                )
+                            }
+                            .unwrap_or_else(|e| panic!("{what} unchecked: {e}"));
+                        } else {
+                            ctx.segreduce_csr(
+                                &vbuf,
+                                Csr::allow_empty(&obuf),
+                                &mut out,
+                                &Op::plus(),
+                            )
+                            .unwrap_or_else(|e| panic!("{what}: {e}"));
+                        }
+                        check(&out.to_vec().unwrap(), &expect, &what);
+                    }
+                });
+            }
+        });
     }
 }
 

@@ -388,6 +388,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
                    u64* report) {
   __shared__ SegReduceStorage storage;
   int tid = threadIdx.x;
+  grid_dependency_wait();  // for the limits and the findings (launched dependent)
   if (report && blockIdx.x == 0 && tid == 0) report_findings(bad, report);
   const SegTile at = seg_tile(count);
   u64 tile = at.index, base = at.base;
@@ -681,6 +682,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
                          u64* tickets, u64 first_ticket, TileStatusOf<SegPair> status) {
   __shared__ SpineStorage storage;
   int tid = threadIdx.x;
+  grid_dependency_wait();  // for the tiles' records (launched dependent)
+  grid_launch_dependents();  // a few CTAs: a one-shot SpMV's copy comes up behind them
   // Rejected input left the tiles' records unwritten: the spine still takes its tickets (the
   // look-back's count of them), but writes nothing.
   const bool rejected = seg_rejected(bad);
@@ -763,6 +766,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
 extern "C" __global__ void __launch_bounds__(MGPU_NT)
     mgpu_segreduce_fixup(const SegPair* totals, const T* leads, const unsigned char* continued,
                          const O* limits, u64 num_tiles, T* dest) {
+  grid_dependency_wait();  // for the tiles' records (launched dependent)
   u64 t = (u64)blockIdx.x * MGPU_NT + threadIdx.x;
   if (t == 0 || t >= num_tiles) return;  // tile 0 continues nothing
   bool c = continued[t];
@@ -782,6 +786,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 extern "C" __global__ void mgpu_segreduce_copy_checked(const unsigned char* from,
                                                        unsigned char* to, u64 bytes,
                                                        const u64* bad, u64* report) {
+  grid_dependency_wait();  // for the tiles' or the spine's results (launched dependent)
   if (report && blockIdx.x == 0 && threadIdx.x == 0) report_findings(bad, report);
   if ((bad[0] & bad[1] & bad[2]) != ~0ull) return;  // a bad index: write nothing
   u64 stride = (u64)gridDim.x * blockDim.x, i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -861,6 +866,7 @@ __device__ __forceinline__ void tile_limit(const O* offsets, u64 num_segments, u
 extern "C" __global__ void mgpu_segreduce_partition(const O* offsets, u64 num_segments,
                                                     u64 count, u64 num_tiles, O* limits,
                                                     unsigned team_log) {
+  grid_launch_dependents();  // latency-bound searches: the tiles come up behind them
   tile_limit(offsets, num_segments, count, num_tiles, limits,
              (u64)blockIdx.x * blockDim.x + threadIdx.x, team_log);
 }
@@ -951,6 +957,7 @@ extern "C" __global__ void __launch_bounds__(256)
                                     O* limits, unsigned team_log) {
   typedef typename OffsetWord<sizeof(O)>::type W;
   const int tid = threadIdx.x, lane = tid % MGPU_WARP;
+  grid_launch_dependents();  // a short launch: the tiles come up behind it
   if (blockIdx.x < partition_ctas) {
     tile_limit(offsets, num_segments, count, num_tiles, limits, (u64)blockIdx.x * 256 + tid,
                team_log);
