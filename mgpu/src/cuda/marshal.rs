@@ -195,12 +195,10 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
         homes.push(&limits.gpu);
     }
     // A one-shot SpMV's tiles check the columns as they gather, into a temporary copied out once
-    // every check passed: the columns are read once.
+    // every check passed: the columns are read once. (Allocated once the first kernel is queued:
+    // the GPU waits for no allocation.)
     let size = std::mem::size_of::<T>();
-    let temp = match check_cols {
-        true => Some(DeviceMem::alloc(gpu, segs.offsets.len() * size)?),
-        false => None,
-    };
+    let mut temp = None;
     let items = Items {
         kind,
         input,
@@ -241,6 +239,9 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
         } else {
             (None, None)
         };
+        if check_cols {
+            temp = Some(DeviceMem::alloc(gpu, segs.offsets.len() * size)?);
+        }
         let mut queued = None;
         let mut report = None;
         if let (Some(found), true) = (&bad, early && !check_cols) {

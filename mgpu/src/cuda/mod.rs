@@ -460,7 +460,8 @@ impl Gpu {
     /// earlier kernel's have called `grid_launch_dependents` (intrinsics.cuh), and wait in
     /// `grid_dependency_wait` for its end and memory, which the kernel must call before it
     /// reads or writes anything another kernel touches. That hides the gap between dependent
-    /// launches for small, latency-bound kernels (a merge sort's partitions). Not for a kernel
+    /// launches for small, latency-bound kernels (a merge sort's partitions, the kernels after a
+    /// segmented reduction's first). Not for a kernel
     /// of less than a full wave of CTAs after a busy one, whose CTAs coming up early likely crowd
     /// the SMs that free first (a four-way merge pass launched so made the sort of 2^21 keys 16%
     /// slower); and a kernel of many waves should not call `grid_launch_dependents`, which
