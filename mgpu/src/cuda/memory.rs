@@ -334,15 +334,11 @@ impl FindingsRecord {
 
 impl Drop for FindingsRecord {
     fn drop(&mut self) {
-        match self.in_ring {
-            true => {
-                self.gpu
-                    .findings
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .held -= 1
-            }
-            false => self.gpu.free(self.ptr),
+        if self.in_ring {
+            let mut ring = self.gpu.findings.lock().unwrap_or_else(|e| e.into_inner());
+            ring.held -= 1;
+        } else {
+            self.gpu.free(self.ptr);
         }
     }
 }
