@@ -299,7 +299,7 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
             Some(pending) => device::Findings::wait(gpu, pending)?,
             None => device::read_validation(gpu, bad.as_ref())?,
         };
-        drop(bad); // cleared behind the call's work, while the GPU goes on
+        drop(bad); // back to the stream's ring, cleared only behind the work queued so far
         validation_result(gpu, name, segs, found.bad, bounds)?;
         if let (Some(temp), false) = (temp.filter(|t| t.ptr != 0), early) {
             let bytes = segs.offsets.len() * size;
