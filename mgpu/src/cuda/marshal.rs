@@ -252,15 +252,15 @@ pub(crate) fn segreduce<T: Element, O: Offset>(
         }
         let (limits, codes, heads_everywhere) = match plan {
             Some((prepared, _)) => (
-                prepared.limits.as_ref(),
+                prepared.limits.as_ref().map(|l| l.ptr),
                 prepared.codes.as_ref(),
                 prepared.heads_everywhere,
             ),
             None => {
                 if !deferred {
-                    owned = device::partition(gpu, &geometry, &tuning)?;
+                    owned = device::one_shot_partition(gpu, &geometry, &tuning)?;
                 }
-                (owned.as_ref(), None, false)
+                (owned.as_ref().map(|l| l.ptr), None, false)
             }
         };
         device::reduce(

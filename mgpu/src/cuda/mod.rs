@@ -112,6 +112,8 @@ pub(crate) struct Gpu {
     pub(crate) lookback: Mutex<lookback::LookbackScratch>,
     /// What a segmented reduction's tiles leave for its spine, kept between calls on this stream.
     pub(crate) carries: Mutex<memory::StreamScratch>,
+    /// A one-shot segmented reduction's tile limits (`segreduce::OneShotLimits`).
+    pub(crate) limits: Mutex<memory::StreamScratch>,
     /// Page-locked host memory for the small read-backs that end a call (a validation's
     /// findings), allocated on first use.
     pub(crate) readback: Mutex<memory::Readback>,
@@ -127,6 +129,8 @@ impl Drop for Gpu {
         scratch.release(self);
         let carries = self.carries.get_mut().unwrap_or_else(|e| e.into_inner());
         std::mem::take(carries).release(self);
+        let limits = self.limits.get_mut().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(limits).release(self);
         let readback = self.readback.get_mut().unwrap_or_else(|e| e.into_inner());
         std::mem::take(readback).release(self);
         let findings = self.findings.get_mut().unwrap_or_else(|e| e.into_inner());
@@ -261,6 +265,7 @@ impl Gpu {
             modules: Arc::new(Mutex::new(ModuleCache::default())),
             lookback: Mutex::new(lookback::LookbackScratch::default()),
             carries: Mutex::new(memory::StreamScratch::default()),
+            limits: Mutex::default(),
             readback: Mutex::new(memory::Readback::default()),
             findings: Mutex::default(),
         })
@@ -279,6 +284,7 @@ impl Gpu {
             modules: self.modules.clone(),
             lookback: Mutex::new(lookback::LookbackScratch::default()),
             carries: Mutex::new(memory::StreamScratch::default()),
+            limits: Mutex::default(),
             readback: Mutex::new(memory::Readback::default()),
             findings: Mutex::default(),
         }

@@ -5,13 +5,13 @@
 use super::family::{part, Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Load, Prelude};
 use super::lookback::{self, TileStatusArgs};
-use super::memory::{DeviceMem, FindingsRecord, MappedReport, QueuedDownload};
+use super::memory::{DeviceMem, FindingsRecord, MappedReport, QueuedDownload, StreamScratch};
 use super::{ByValue, Gpu, LoadedModule};
 use crate::error::Result;
 use crate::tuning::{Family, Tuning, MAX_TILE_BYTES};
 use crate::{Arithmetic, Element, Op};
 use cudarc::driver::sys::CUdeviceptr;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 
 /// Where a segmented reduction's items come from (kernel_segreduce.cu's `MGPU_SPMV`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -406,8 +406,8 @@ crate::kernel_args! {
     }
 }
 
-/// Segments per CTA of `mgpu_segreduce_validate_offsets` (its VALIDATE_TILE): 8 runs of a
-/// 16-byte load per thread.
+/// Segments per tile of `mgpu_segreduce_validate_offsets` (its VALIDATE_TILE): two rounds of four
+/// 16-byte loads per thread.
 fn validate_tile(wide_offsets: bool) -> u64 {
     8 * 256 * if wide_offsets { 2 } else { 4 }
 }
@@ -604,17 +604,17 @@ pub(crate) fn launch_validation(
 /// too: where the offsets are checked without sources, in the same launch, whose first CTAs
 /// search the limits while the others check the offsets (a one-shot call's limits then cost no
 /// launch of their own). `module`: the helpers' ([`load_one_shot_modules`]).
-pub(crate) fn validate_and_partition(
-    gpu: &Arc<Gpu>,
+pub(crate) fn validate_and_partition<'g>(
+    gpu: &'g Arc<Gpu>,
     module: &LoadedModule,
     geometry: &Geometry,
     checks: &Checks,
     tuning: &Tuning,
     partition: bool,
-) -> Result<(Option<FindingsRecord>, Option<DeviceMem>)> {
+) -> Result<(Option<FindingsRecord>, Option<OneShotLimits<'g>>)> {
     let work = geometry.num_segments.max(checks.num_cols);
     let partition_alone = |gpu| match partition {
-        true => self::partition(gpu, geometry, tuning),
+        true => one_shot_partition(gpu, geometry, tuning),
         false => Ok(None),
     };
     if work == 0 {
@@ -631,13 +631,13 @@ pub(crate) fn validate_and_partition(
     if offsets_alone && geometry.num_segments > 0 {
         let (mut partition_ctas, mut num_tiles, mut team_log) = (0, 0, 0);
         if partition && geometry.count > 0 {
-            let (tiles, mem) = alloc_limits(gpu, geometry, tuning)?;
-            num_tiles = tiles;
-            team_log = search_team_log(gpu, tiles);
-            let threads = (tiles + 1) << team_log;
+            let held = OneShotLimits::take(gpu, geometry, tuning)?;
+            num_tiles = held.num_tiles;
+            team_log = search_team_log(gpu, num_tiles);
+            let threads = (num_tiles + 1) << team_log;
             partition_ctas =
                 u32::try_from(threads.div_ceil(block as u64)).expect("fewer than 2^40 tiles");
-            limits = Some(mem);
+            limits = Some(held);
         }
         let args = ValidateOffsetsArgs {
             offsets: geometry.offsets,
@@ -650,10 +650,13 @@ pub(crate) fn validate_and_partition(
             limits: limits.as_ref().map_or(0, |l| l.ptr),
             team_log,
         };
-        let grid = geometry
+        // At most a wave of checking CTAs, which loop over the tiles: where the searches take
+        // part of that wave, the rest of the checks start on the SMs they leave.
+        let tiles = geometry
             .num_segments
             .div_ceil(validate_tile(geometry.wide_offsets));
-        let grid = u32::try_from(grid).expect("fewer than 2^43 segments");
+        let per_sm = (module.resident::<ValidateOffsetsArgs>() * tuning.nt / block).max(1);
+        let grid = tiles.min(gpu.sm_count as u64 * per_sm as u64) as u32;
         gpu.launch(module, grid + partition_ctas, block, &args)?;
     }
     if limits.is_none() {
@@ -790,7 +793,8 @@ pub(crate) fn copy_checked(
 }
 
 /// The tile limits of the geometry for tiles of `tuning.nv()` positions (num_tiles + 1 offsets
-/// of the geometry's type), or `None` when there are no positions.
+/// of the geometry's type), in memory of their own (a plan's), or `None` when there are no
+/// positions.
 pub(crate) fn partition(
     gpu: &Arc<Gpu>,
     geometry: &Geometry,
@@ -799,8 +803,34 @@ pub(crate) fn partition(
     if geometry.count == 0 {
         return Ok(None);
     }
+    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+    let limits = DeviceMem::alloc(gpu, limits_bytes(geometry, num_tiles))?;
+    launch_partition(gpu, geometry, tuning, num_tiles, limits.ptr)?;
+    Ok(Some(limits))
+}
+
+/// [`partition`] for a one-shot call: the limits in the stream's scratch ([`OneShotLimits`]).
+pub(crate) fn one_shot_partition<'g>(
+    gpu: &'g Arc<Gpu>,
+    geometry: &Geometry,
+    tuning: &Tuning,
+) -> Result<Option<OneShotLimits<'g>>> {
+    if geometry.count == 0 {
+        return Ok(None);
+    }
+    let limits = OneShotLimits::take(gpu, geometry, tuning)?;
+    launch_partition(gpu, geometry, tuning, limits.num_tiles, limits.ptr)?;
+    Ok(Some(limits))
+}
+
+fn launch_partition(
+    gpu: &Arc<Gpu>,
+    geometry: &Geometry,
+    tuning: &Tuning,
+    num_tiles: u64,
+    limits: CUdeviceptr,
+) -> Result<()> {
     let module = helper_module(gpu, geometry, tuning)?;
-    let (num_tiles, limits) = alloc_limits(gpu, geometry, tuning)?;
     let block = 256u32;
     let team_log = search_team_log(gpu, num_tiles);
     let grid = ((num_tiles + 1) << team_log).div_ceil(block as u64);
@@ -810,11 +840,33 @@ pub(crate) fn partition(
         num_segments: geometry.num_segments,
         count: geometry.count,
         num_tiles,
-        limits: limits.ptr,
+        limits,
         team_log,
     };
-    gpu.launch(&module, grid, block, &args)?;
-    Ok(Some(limits))
+    gpu.launch(&module, grid, block, &args)
+}
+
+/// A one-shot call's tile limits, in the stream's scratch for them (`Gpu::limits`), held until
+/// the call's last kernel is queued: the next call on the stream then writes them after this
+/// one's kernels read them. (Memory of their own took an allocation before the call's first
+/// launch, which a timed call waits for.)
+pub(crate) struct OneShotLimits<'g> {
+    pub ptr: CUdeviceptr,
+    num_tiles: u64,
+    _held: MutexGuard<'g, StreamScratch>,
+}
+
+impl<'g> OneShotLimits<'g> {
+    fn take(gpu: &'g Gpu, geometry: &Geometry, tuning: &Tuning) -> Result<OneShotLimits<'g>> {
+        let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+        let mut held = gpu.limits.lock().unwrap_or_else(|e| e.into_inner());
+        let ptr = held.reserve(gpu, limits_bytes(geometry, num_tiles))?;
+        Ok(OneShotLimits {
+            ptr,
+            num_tiles,
+            _held: held,
+        })
+    }
 }
 
 /// log2 of the lanes that search each tile limit together (kernel_segreduce.cu's `tile_limit`):
@@ -830,12 +882,10 @@ fn search_team_log(gpu: &Gpu, num_tiles: u64) -> u32 {
         .unwrap_or(0)
 }
 
-/// The number of tiles of `tuning.nv()` positions, and room for their limits (one more offset).
-fn alloc_limits(gpu: &Arc<Gpu>, geometry: &Geometry, tuning: &Tuning) -> Result<(u64, DeviceMem)> {
-    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+/// The bytes of `num_tiles + 1` offsets of the geometry's width.
+fn limits_bytes(geometry: &Geometry, num_tiles: u64) -> usize {
     let width = if geometry.wide_offsets { 8 } else { 4 };
-    let limits = DeviceMem::alloc(gpu, (num_tiles as usize + 1) * width)?;
-    Ok((num_tiles, limits))
+    (num_tiles as usize + 1) * width
 }
 
 /// A plan's packed heads for the tiles of `limits` (from [`partition`] with the same tuning):
@@ -896,8 +946,8 @@ pub(crate) fn heads_everywhere(
     Ok(found[0] == 0)
 }
 
-/// The segmented reduction of a geometry with its tile `limits` (from [`partition`] with the
-/// same tuning) and, from a plan, its packed heads (from [`codes`]) and whether a segment starts
+/// The segmented reduction of a geometry with its tile `limits` (from [`partition`] or
+/// [`one_shot_partition`] with the same tuning) and, from a plan, its packed heads (from [`codes`]) and whether a segment starts
 /// in every tile but the last (from [`heads_everywhere`]): one result per segment to `dest`, the
 /// identity for empty segments. The geometry was validated, or its validation is
 /// queued before (`bad`, from [`launch_validation`]): where that finds a bad index, the kernels
@@ -907,7 +957,7 @@ pub(crate) fn heads_everywhere(
 pub(crate) fn reduce<T: Element>(
     gpu: &Arc<Gpu>,
     geometry: &Geometry,
-    limits: Option<&DeviceMem>,
+    limits: Option<CUdeviceptr>,
     codes: Option<&DeviceMem>,
     heads_everywhere: bool,
     bad: Option<&FindingsRecord>,
@@ -961,7 +1011,7 @@ pub(crate) fn reduce<T: Element>(
         vec_len: items.vec_len,
         offsets: geometry.offsets,
         sources: geometry.sources,
-        limits: limits.ptr,
+        limits,
         num_segments: geometry.num_segments,
         count: geometry.count,
         codes,
@@ -984,7 +1034,7 @@ pub(crate) fn reduce<T: Element>(
             totals,
             leads,
             continued,
-            limits: limits.ptr,
+            limits,
             num_tiles,
             dest,
         };
@@ -1003,7 +1053,7 @@ pub(crate) fn reduce<T: Element>(
             totals,
             leads,
             continued,
-            limits: limits.ptr,
+            limits,
             num_tiles,
             bad,
             dest,

@@ -582,6 +582,56 @@ fn bad_offsets_at_validation_edges() {
     }
 }
 
+/// Two bad offsets (or empty segments) in one tile of the GPU's validation, the second in a later
+/// round of its loads than the first, or in the same one: the first is named.
+#[test]
+fn first_of_two_bad_offsets_in_one_tile() {
+    for ctx in backends() {
+        let k = 9000usize;
+        let count = 3 * k as u64;
+        let values = ctx.upload(&vec![1u8; count as usize]).unwrap();
+        let good: Vec<u64> = (0..k as u64).map(|i| 3 * i).collect();
+        for (p, q) in [
+            (5, 3000),
+            (100, 4200),
+            (2047, 2049),
+            (3000, 5000),
+            (4200, 8000),
+        ] {
+            let mut bad = good.clone();
+            bad[q] = bad[q - 1] - 1;
+            bad[p] = bad[p - 1] - 1;
+            let mut empty = good.clone();
+            empty[q] = empty[q - 1];
+            empty[p] = empty[p - 1];
+            for wide in [false, true] {
+                let what = format!("{ctx:?} p={p} q={q} wide={wide}");
+                let run = |o: &[u64], allow: bool| {
+                    let mut out = poisoned::<u8>(&ctx, k);
+                    let r = if wide {
+                        let buf = ctx.upload(o).unwrap();
+                        let csr = Csr::new(&buf).with_empty(allow);
+                        ctx.segreduce_csr(&values, csr, &mut out, &Op::plus())
+                    } else {
+                        let buf = ctx.upload(&to_o::<u32>(o)).unwrap();
+                        let csr = Csr::new(&buf).with_empty(allow);
+                        ctx.segreduce_csr(&values, csr, &mut out, &Op::plus())
+                    };
+                    (r, out.to_vec().unwrap())
+                };
+                let (r, got) = run(&bad, true);
+                expect_invalid(r.unwrap_err(), &[&format!("offsets[{p}] = ")], &what);
+                check(&got, &vec![u8::poison(); k], &what);
+                let (r, got) = run(&empty, false);
+                let needle = format!("offsets[{p}] = {} equals", empty[p]);
+                expect_invalid(r.unwrap_err(), &[&needle], &what);
+                check(&got, &vec![u8::poison(); k], &what);
+            }
+        }
+        still_usable(&ctx, "two in one tile");
+    }
+}
+
 /// The first bad column wherever it lies (the GPU's one-shot checks columns in its tiles, as they
 /// gather): short rows (each thread gathers its own items) and long rows (lane-strided), unary and
 /// binary, strict and empty-allowing offsets, f32 and f64; nothing written, and the same call with
@@ -653,6 +703,7 @@ fn findings_across_many_tiles() {
         // 2^23 + 12345 one-key segments: about 1000 tiles of 8192 offsets, past one wave.
         let k = (1usize << 23) + 12345;
         let ones: Vec<u32> = (0..k as u32).collect();
+        let values = ctx.upload(&vec![1u8; k]).unwrap();
         for round in 0..3 {
             let what = format!("{ctx:?} round {round}");
             let mut places: Vec<usize> = (0..3).map(|_| r.random_range(8..k - 1)).collect();
@@ -684,6 +735,14 @@ fn findings_across_many_tiles() {
                 .unwrap_err();
             let needle = format!("offsets[{}] = {} is less than", places[0], bad[places[0]]);
             expect_invalid(e, &[&needle], &what);
+            // The same from a one-shot reduction, whose checks share their launch with the
+            // tile limits' searches and loop over the tiles past the first wave.
+            let mut out = poisoned::<u8>(&ctx, k);
+            let e = ctx
+                .segreduce_csr(&values, Csr::allow_empty(&buf), &mut out, &Op::plus())
+                .unwrap_err();
+            expect_invalid(e, &[&needle], &what);
+            check(&out.to_vec().unwrap(), &vec![u8::poison(); k], &what);
 
             // Empty at every place: the first one is reported where empty segments are refused.
             let mut empty = ones.clone();
@@ -694,6 +753,19 @@ fn findings_across_many_tiles() {
             let e = ctx.segmented_sort_plan(Csr::new(&buf), k).unwrap_err();
             let needle = format!("offsets[{}] = {} equals", places[0], empty[places[0]]);
             expect_invalid(e, &[&needle], &what);
+            let mut out = poisoned::<u8>(&ctx, k);
+            let e = ctx
+                .segreduce_csr(&values, Csr::new(&buf), &mut out, &Op::plus())
+                .unwrap_err();
+            expect_invalid(e, &[&needle], &what);
+            check(&out.to_vec().unwrap(), &vec![u8::poison(); k], &what);
+            // Allowed, each segment sums to its length.
+            ctx.segreduce_csr(&values, Csr::allow_empty(&buf), &mut out, &Op::plus())
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let expect: Vec<u8> = (0..k)
+                .map(|i| (empty.get(i + 1).map_or(k as u32, |&e| e) - empty[i]) as u8)
+                .collect();
+            check(&out.to_vec().unwrap(), &expect, &what);
             still_usable(&ctx, &what);
         }
     }

@@ -896,18 +896,24 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 
 #ifdef MGPU_WANT_mgpu_segreduce_validate_offsets
 // Validation of offsets alone (no sources, no columns), with mgpu_segreduce_validate's findings
-// in bad[0], bad[3] and bad[4]. A thread checks VALIDATE_VECS runs of VALIDATE_RUN consecutive
-// segments, each run one 16-byte load (scalar loads where the offsets are not so aligned, and
-// for the last, partial run); a segment's neighbours come from its own run, the next lane's and
+// in bad[0], bad[3] and bad[4]. A thread checks VALIDATE_ROUNDS x VALIDATE_VECS runs of
+// VALIDATE_RUN consecutive segments, each run one 16-byte load (scalar loads where the offsets are
+// not so aligned, and for the last, partial run), a round's loads in flight together: two rounds
+// hold half the registers of one, so that the CTAs of a one-shot's launch fit in one wave beside
+// its searches. A segment's neighbours come from its own run, the next lane's and
 // the previous lane's (shuffles), and the warp's edge lanes load the one beyond. Segments are
 // checked in the offsets' own width (the host sends 32-bit offsets past 2^32 - 1 items to
 // mgpu_segreduce_validate) with indices within the CTA's tile. Atomics are rare: one per warp at
 // most for each finding, and none where a smaller index (or a longer segment) is already recorded.
 // A one-shot call's tile limits come from the same launch: its first `partition_ctas` CTAs are
-// mgpu_segreduce_partition's, so the limits cost no launch of their own.
-#define VALIDATE_VECS 8
+// mgpu_segreduce_partition's, so the limits cost no launch of their own. The others check a tile
+// each, then every (gridDim.x - partition_ctas)-th tile after it (the host launches at most a
+// wave of them).
+#define VALIDATE_ROUNDS 2
+#define VALIDATE_VECS 4
 #define VALIDATE_RUN (16 / (int)sizeof(O))
-#define VALIDATE_TILE (VALIDATE_VECS * 256 * VALIDATE_RUN)
+#define VALIDATE_ROUND (VALIDATE_VECS * 256 * VALIDATE_RUN)
+#define VALIDATE_TILE (VALIDATE_ROUNDS * VALIDATE_ROUND)
 template <int S>
 struct OffsetWord {
   typedef u64 type;
@@ -920,15 +926,16 @@ struct OffsetWord<4> {
 // STRICT: increasing offsets below `end`, else non-decreasing up to it. WHOLE: every segment of
 // the tile exists and none is the first (no check of either per segment). A segment's length past
 // a bad offset may be anything: the host reads the longest only where no offset is bad.
+// `round`: where the runs of `x` start in the tile at `base`.
 template <bool STRICT, bool WHOLE, typename W>
 __device__ __forceinline__ void check_offsets(const W (&x)[VALIDATE_VECS][VALIDATE_RUN],
-                                              const O* offsets, u64 base, u64 num_segments,
-                                              W end, int& first_bad, int& first_empty,
-                                              W& longest) {
+                                              const O* offsets, u64 base, int round,
+                                              u64 num_segments, W end, int& first_bad,
+                                              int& first_empty, W& longest) {
   const int tid = threadIdx.x, lane = tid % MGPU_WARP;
 #pragma unroll
   for (int u = VALIDATE_VECS - 1; u >= 0; --u) {
-    const u64 first = base + (u64)(u * 256 + tid) * VALIDATE_RUN;
+    const u64 first = base + round + (u64)(u * 256 + tid) * VALIDATE_RUN;
     W before = __shfl_up_sync(MGPU_FULL_MASK, x[u][VALIDATE_RUN - 1], 1);
     W after = __shfl_down_sync(MGPU_FULL_MASK, x[u][0], 1);
     if (lane == 0) before = first > 0 && first <= num_segments ? (W)offsets[first - 1] : 0;
@@ -943,7 +950,7 @@ __device__ __forceinline__ void check_offsets(const W (&x)[VALIDATE_VECS][VALIDA
       if (!WHOLE && first + e == 0) ok = below_end && start == 0;
       const bool live = WHOLE || first + e < num_segments;
       const W len = next - start;  // 0 past the last segment
-      const int at = (u * 256 + tid) * VALIDATE_RUN + e;
+      const int at = round + (u * 256 + tid) * VALIDATE_RUN + e;
       first_bad = live && !ok ? at : first_bad;
       if (!STRICT) first_empty = live && len == 0 ? at : first_empty;
       longest = max(longest, len);
@@ -963,51 +970,64 @@ extern "C" __global__ void __launch_bounds__(256)
                team_log);
     return;
   }
-  const u64 base = (u64)(blockIdx.x - partition_ctas) * VALIDATE_TILE;
   const W end = (W)count;
   const bool aligned = ((u64)offsets % 16) == 0;
   // The longest segment recorded so far, read before the offsets so that its round trip overlaps
   // theirs (read after them, it kept every CTA resident a round trip longer).
-  const u64 recorded = lane == 0 ? ((volatile u64*)bad)[4] : 0;
-  W x[VALIDATE_VECS][VALIDATE_RUN];
+  u64 recorded = lane == 0 ? ((volatile u64*)bad)[4] : 0;
+  const u64 num_checks = (num_segments + VALIDATE_TILE - 1) / VALIDATE_TILE;
+  for (u64 tile = blockIdx.x - partition_ctas; tile < num_checks;
+       tile += gridDim.x - partition_ctas) {
+    const u64 base = tile * VALIDATE_TILE;
+    int first_bad = VALIDATE_TILE, first_empty = VALIDATE_TILE;
+    W longest = 0;
+    const bool whole = base > 0 && base + VALIDATE_TILE <= num_segments;
+    // The last round first, so that the last finding set is the smallest index.
+#pragma unroll 1
+    for (int round = (VALIDATE_ROUNDS - 1) * VALIDATE_ROUND; round >= 0;
+         round -= VALIDATE_ROUND) {
+      W x[VALIDATE_VECS][VALIDATE_RUN];
 #pragma unroll
-  for (int u = 0; u < VALIDATE_VECS; ++u) {
-    const u64 first = base + (u64)(u * 256 + tid) * VALIDATE_RUN;
-    if (aligned && first + VALIDATE_RUN <= num_segments) {
-      const uint4 v = *(const uint4*)(offsets + first);
-      memcpy(x[u], &v, 16);
-    } else {
+      for (int u = 0; u < VALIDATE_VECS; ++u) {
+        const u64 first = base + round + (u64)(u * 256 + tid) * VALIDATE_RUN;
+        if (aligned && first + VALIDATE_RUN <= num_segments) {
+          const uint4 v = *(const uint4*)(offsets + first);
+          memcpy(x[u], &v, 16);
+        } else {
 #pragma unroll
-      for (int e = 0; e < VALIDATE_RUN; ++e)  // past the last segment: its end, `count`
-        x[u][e] = first + e < num_segments ? (W)offsets[first + e] : end;
-    }
-  }
-  int first_bad = VALIDATE_TILE, first_empty = VALIDATE_TILE;
-  W longest = 0;
-  const bool whole = base > 0 && base + VALIDATE_TILE <= num_segments;
-#define MGPU_CHECK_OFFSETS(STRICT, WHOLE)                                                 \
-  check_offsets<STRICT, WHOLE>(x, offsets, base, num_segments, end, first_bad, first_empty, \
-                               longest)
-  if (strict) {
-    if (whole) MGPU_CHECK_OFFSETS(true, true);
-    else MGPU_CHECK_OFFSETS(true, false);
-  } else {
-    if (whole) MGPU_CHECK_OFFSETS(false, true);
-    else MGPU_CHECK_OFFSETS(false, false);
-  }
+          for (int e = 0; e < VALIDATE_RUN; ++e)  // past the last segment: its end, `count`
+            x[u][e] = first + e < num_segments ? (W)offsets[first + e] : end;
+        }
+      }
+#define MGPU_CHECK_OFFSETS(STRICT, WHOLE)                                              \
+  check_offsets<STRICT, WHOLE>(x, offsets, base, round, num_segments, end, first_bad, \
+                               first_empty, longest)
+      if (strict) {
+        if (whole) MGPU_CHECK_OFFSETS(true, true);
+        else MGPU_CHECK_OFFSETS(true, false);
+      } else {
+        if (whole) MGPU_CHECK_OFFSETS(false, true);
+        else MGPU_CHECK_OFFSETS(false, false);
+      }
 #undef MGPU_CHECK_OFFSETS
+    }
 #pragma unroll
-  for (int d = MGPU_WARP / 2; d > 0; d /= 2) {
-    first_bad = min(first_bad, __shfl_xor_sync(~0u, first_bad, d));
-    first_empty = min(first_empty, __shfl_xor_sync(~0u, first_empty, d));
-    longest = max(longest, __shfl_xor_sync(~0u, longest, d));
-  }
-  if (lane == 0) {
-    volatile u64* seen = bad;
-    if (first_bad < VALIDATE_TILE && base + first_bad < seen[0]) atomicMin(bad, base + first_bad);
-    if (!strict && first_empty < VALIDATE_TILE && base + first_empty < seen[3])
-      atomicMin(bad + 3, base + first_empty);
-    if (longest > 0 && ~(u64)longest < recorded) atomicMin(bad + 4, ~(u64)longest);
+    for (int d = MGPU_WARP / 2; d > 0; d /= 2) {
+      first_bad = min(first_bad, __shfl_xor_sync(~0u, first_bad, d));
+      first_empty = min(first_empty, __shfl_xor_sync(~0u, first_empty, d));
+      longest = max(longest, __shfl_xor_sync(~0u, longest, d));
+    }
+    if (lane == 0) {
+      volatile u64* seen = bad;
+      if (first_bad < VALIDATE_TILE && base + first_bad < seen[0])
+        atomicMin(bad, base + first_bad);
+      if (!strict && first_empty < VALIDATE_TILE && base + first_empty < seen[3])
+        atomicMin(bad + 3, base + first_empty);
+      if (longest > 0 && ~(u64)longest < recorded) {
+        atomicMin(bad + 4, ~(u64)longest);
+        recorded = ~(u64)longest;
+      }
+    }
   }
 }
 #endif
