@@ -823,6 +823,7 @@ pub(crate) fn one_shot_partition<'g>(
     Ok(Some(limits))
 }
 
+/// Queues the searches of the `num_tiles + 1` tile limits into `limits`.
 fn launch_partition(
     gpu: &Arc<Gpu>,
     geometry: &Geometry,

@@ -526,6 +526,31 @@ fn first_bad_index_among_many() {
     }
 }
 
+/// The one-shot sum of u8 `values` over `offsets[shift..]` (a view), in u64 (`wide`) or u32
+/// offsets, empty segments allowed or not: the call's result and the output, poisoned before.
+fn sum_u8(
+    ctx: &Context,
+    values: &impl Source<u8>,
+    offsets: &[u64],
+    shift: usize,
+    wide: bool,
+    allow_empty: bool,
+) -> (mgpu::Result<()>, Vec<u8>) {
+    let mut out = poisoned::<u8>(ctx, offsets.len() - shift);
+    let r = if wide {
+        let buf = ctx.upload(offsets).unwrap();
+        let view = buf.slice(shift..);
+        let csr = Csr::new(&view).with_empty(allow_empty);
+        ctx.segreduce_csr(values, csr, &mut out, &Op::plus())
+    } else {
+        let buf = ctx.upload(&to_o::<u32>(offsets)).unwrap();
+        let view = buf.slice(shift..);
+        let csr = Csr::new(&view).with_empty(allow_empty);
+        ctx.segreduce_csr(values, csr, &mut out, &Op::plus())
+    };
+    (r, out.to_vec().unwrap())
+}
+
 /// A decreasing offset at every edge of the GPU's validation (a 16-byte run, a warp, a tile of
 /// 4096 or 8192 segments), in `u32` and `u64`, from an aligned buffer and from a view one offset
 /// into it (scalar loads); and the first empty segment at the same places.
@@ -553,21 +578,7 @@ fn bad_offsets_at_validation_edges() {
                 let empty_needle = format!("offsets[{p}] = {} equals", empty[shift + p]);
                 for wide in [false, true] {
                     let what = format!("{ctx:?} p={p} shift={shift} wide={wide}");
-                    let run = |o: &[u64], allow: bool| {
-                        let mut out = poisoned::<u8>(&ctx, k);
-                        let r = if wide {
-                            let buf = ctx.upload(o).unwrap();
-                            let view = buf.slice(shift..);
-                            let csr = Csr::new(&view).with_empty(allow);
-                            ctx.segreduce_csr(&values, csr, &mut out, &Op::plus())
-                        } else {
-                            let buf = ctx.upload(&to_o::<u32>(o)).unwrap();
-                            let view = buf.slice(shift..);
-                            let csr = Csr::new(&view).with_empty(allow);
-                            ctx.segreduce_csr(&values, csr, &mut out, &Op::plus())
-                        };
-                        (r, out.to_vec().unwrap())
-                    };
+                    let run = |o: &[u64], allow: bool| sum_u8(&ctx, &values, o, shift, wide, allow);
                     let (r, got) = run(&bad, true);
                     expect_invalid(r.unwrap_err(), &[&needle], &what);
                     check(&got, &vec![u8::poison(); k], &what);
@@ -606,19 +617,7 @@ fn first_of_two_bad_offsets_in_one_tile() {
             empty[p] = empty[p - 1];
             for wide in [false, true] {
                 let what = format!("{ctx:?} p={p} q={q} wide={wide}");
-                let run = |o: &[u64], allow: bool| {
-                    let mut out = poisoned::<u8>(&ctx, k);
-                    let r = if wide {
-                        let buf = ctx.upload(o).unwrap();
-                        let csr = Csr::new(&buf).with_empty(allow);
-                        ctx.segreduce_csr(&values, csr, &mut out, &Op::plus())
-                    } else {
-                        let buf = ctx.upload(&to_o::<u32>(o)).unwrap();
-                        let csr = Csr::new(&buf).with_empty(allow);
-                        ctx.segreduce_csr(&values, csr, &mut out, &Op::plus())
-                    };
-                    (r, out.to_vec().unwrap())
-                };
+                let run = |o: &[u64], allow: bool| sum_u8(&ctx, &values, o, 0, wide, allow);
                 let (r, got) = run(&bad, true);
                 expect_invalid(r.unwrap_err(), &[&format!("offsets[{p}] = ")], &what);
                 check(&got, &vec![u8::poison(); k], &what);
