@@ -103,3 +103,61 @@ fn views_at_unaligned_offsets() {
         views_for::<f64, u64>(&ctx, &mut r, &Op::maximum());
     }
 }
+
+/// Segments of 1 to 3 items (tiles of hundreds of segment starts, which read their offsets 16
+/// bytes at a time where those are so aligned) with the offsets `slice(shift..shift + k)` of a
+/// buffer, for every shift of a 16-byte run, the junk around them breaking the geometry if read:
+/// the checked one-shot, the unchecked one and a plan, against the reference.
+fn short_segments_from_offsets_views<O: TestOffset>(ctx: &Context, r: &mut StdRng) {
+    let nv = seg_tile::<i32, O>(ctx, SegItems::Values, false);
+    let n = if ctx.is_gpu() {
+        7 * nv + 13
+    } else {
+        3 * nv + 13
+    };
+    let values: Vec<i32> = random_vec(r, n);
+    let vbuf = ctx.upload(&values).unwrap();
+    let op = Op::plus();
+    for shift in 0..16 / std::mem::size_of::<O>() {
+        let lengths = gen_lengths(r, n, Dist::Uniform(2), nv);
+        let (offsets, _) = offsets_of(&lengths);
+        let k = offsets.len();
+        let expect = reference(&offsets, n, None, |m| values[m], &op);
+        let mut ohost = vec![n as u64 / 2 + 1; shift];
+        ohost.extend(&offsets);
+        ohost.extend([1, n as u64 + 1, 0]);
+        let obuf = ctx.upload(&to_o::<O>(&ohost)).unwrap();
+        let o = obuf.slice(shift..shift + k);
+        let what = format!(
+            "{ctx:?} short segments, {} offsets at +{shift}",
+            O::CUDA_TYPE
+        );
+        let mut out = poisoned::<i32>(ctx, k);
+        ctx.segreduce_csr(&vbuf, Csr::new(&o), &mut out, &op)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        check(&out.to_vec().unwrap(), &expect, &what);
+        let mut out = poisoned::<i32>(ctx, k);
+        // SAFETY: offsets_of builds increasing offsets from 0 over n values.
+        unsafe { ctx.segreduce_csr_unchecked(&vbuf, Csr::new(&o), &mut out, &op) }
+            .unwrap_or_else(|e| panic!("{what} unchecked: {e}"));
+        check(
+            &out.to_vec().unwrap(),
+            &expect,
+            &format!("{what} unchecked"),
+        );
+        let plan = ctx.segreduce_plan::<i32, O>(Csr::new(&o), n).unwrap();
+        let mut out = poisoned::<i32>(ctx, k);
+        ctx.segreduce_apply(&plan, &vbuf, &mut out, &op)
+            .unwrap_or_else(|e| panic!("{what} plan: {e}"));
+        check(&out.to_vec().unwrap(), &expect, &format!("{what} plan"));
+    }
+}
+
+#[test]
+fn short_segments_with_offsets_at_every_alignment() {
+    let mut r = rng();
+    for ctx in backends() {
+        short_segments_from_offsets_views::<u32>(&ctx, &mut r);
+        short_segments_from_offsets_views::<u64>(&ctx, &mut r);
+    }
+}

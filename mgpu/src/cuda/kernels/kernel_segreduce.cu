@@ -227,6 +227,8 @@ __device__ __forceinline__ SegTile seg_tile(u64 count) {
 // Offsets per thread that a marking loop loads before it uses them, so that their latencies
 // overlap (a tile of length-1 segments reads NV offsets; one inside a long segment, none).
 constexpr int MGPU_MARK_BATCH = 4;
+// The same in 16-byte runs of offsets (mark_codes, where they are so aligned).
+constexpr int MGPU_MARK_RUNS = 2;
 
 #if MGPU_WIDE_MARKS
 // Marks in `heads` where the segments [seg_begin, seg_end) start in the tile `at`, and position
@@ -295,16 +297,52 @@ __device__ __forceinline__ void mark_codes(unsigned* codes, const O* offsets, u6
     int word = position / MGPU_VT;
     atomicOr(codes + word, 1u << (position - word * MGPU_VT));
   };
-  for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MGPU_MARK_BATCH * MGPU_NT) {
-    O start[MGPU_MARK_BATCH];
+  const int num = (int)(seg_end - seg_begin);  // non-empty: at most the tile's positions
+  if (MGPU_SPMV == 0 && num > MGPU_MARK_BATCH * MGPU_NT && ((size_t)offsets & 15) == 0) {
+    // More than a trip of the loop below (short segments): runs of 16 aligned bytes of offsets,
+    // a load each (length-1 segments: three trips of dependent loads instead of six). Runs partly
+    // outside the tile's segments are read whole within the offsets, the array's last by scalar
+    // loads. (Not for SpMV, whose smaller tiles of rows rarely take a second trip, and whose
+    // lane-strided tiles spilled.)
+    constexpr int RUN = 16 / (int)sizeof(O);
+    const u64 run0 = seg_begin / RUN;
+    const int skip = (int)(seg_begin - run0 * RUN);  // offsets before seg_begin in the first run
+    const int runs = (skip + num + RUN - 1) / RUN;
+    for (int r = tid; r < runs; r += MGPU_MARK_RUNS * MGPU_NT) {
+      O start[MGPU_MARK_RUNS][RUN];
 #pragma unroll
-    for (int u = 0; u < MGPU_MARK_BATCH; ++u) {
-      u64 k = k0 + u * MGPU_NT;
-      if (k < seg_end) start[u] = offsets[k];
+      for (int u = 0; u < MGPU_MARK_RUNS; ++u) {
+        const u64 g = run0 + r + u * MGPU_NT;
+        if (r + u * MGPU_NT >= runs) continue;
+        if ((g + 1) * RUN <= num_segments) {
+          const uint4 q = reinterpret_cast<const uint4*>(offsets)[g];
+          memcpy(start[u], &q, 16);
+        } else {
+#pragma unroll
+          for (int e = 0; e < RUN; ++e)
+            if (g * RUN + e < num_segments) start[u][e] = offsets[g * RUN + e];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < MGPU_MARK_RUNS; ++u)
+#pragma unroll
+        for (int e = 0; e < RUN; ++e) {
+          const int j = (r + u * MGPU_NT) * RUN + e - skip;  // the tile's j-th segment
+          if (j >= 0 && j < num) set((int)(start[u][e] - at.base));
+        }
     }
+  } else {
+    for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MGPU_MARK_BATCH * MGPU_NT) {
+      O start[MGPU_MARK_BATCH];
 #pragma unroll
-    for (int u = 0; u < MGPU_MARK_BATCH; ++u)
-      if (k0 + u * MGPU_NT < seg_end) set((int)(start[u] - at.base));
+      for (int u = 0; u < MGPU_MARK_BATCH; ++u) {
+        u64 k = k0 + u * MGPU_NT;
+        if (k < seg_end) start[u] = offsets[k];
+      }
+#pragma unroll
+      for (int u = 0; u < MGPU_MARK_BATCH; ++u)
+        if (k0 + u * MGPU_NT < seg_end) set((int)(start[u] - at.base));
+    }
   }
   if (tid == MGPU_NT - 1) {
     if (at.last) set(at.n);
