@@ -467,6 +467,13 @@ pub(crate) struct Geometry {
     pub empty: bool,
 }
 
+impl Geometry {
+    /// The tiles of `tuning.nv()` positions that cover the items.
+    fn num_tiles(&self, tuning: &Tuning) -> u64 {
+        self.count.div_ceil(tuning.nv() as u64)
+    }
+}
+
 /// What a reduction reads besides the geometry: the values (`input`, loaded as `load` says), or
 /// for SpMV the matrix values, the column indices and the vector.
 #[derive(Clone, Copy)]
@@ -803,7 +810,7 @@ pub(crate) fn partition(
     if geometry.count == 0 {
         return Ok(None);
     }
-    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+    let num_tiles = geometry.num_tiles(tuning);
     let limits = DeviceMem::alloc(gpu, limits_bytes(geometry, num_tiles))?;
     launch_partition(gpu, geometry, tuning, num_tiles, limits.ptr)?;
     Ok(Some(limits))
@@ -859,7 +866,7 @@ pub(crate) struct OneShotLimits<'g> {
 
 impl<'g> OneShotLimits<'g> {
     fn take(gpu: &'g Gpu, geometry: &Geometry, tuning: &Tuning) -> Result<OneShotLimits<'g>> {
-        let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+        let num_tiles = geometry.num_tiles(tuning);
         let mut held = gpu.limits.lock().unwrap_or_else(|e| e.into_inner());
         let ptr = held.reserve(gpu, limits_bytes(geometry, num_tiles))?;
         Ok(OneShotLimits {
@@ -904,7 +911,7 @@ pub(crate) fn codes(
     };
     debug_assert!(!geometry.empty && geometry.sources == 0);
     let module = helper_module(gpu, geometry, tuning)?;
-    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+    let num_tiles = geometry.num_tiles(tuning);
     let codes = DeviceMem::alloc(gpu, (num_tiles * tuning.nt as u64 + 1) as usize * 4)?;
     let args = CodesArgs {
         offsets: geometry.offsets,
@@ -932,7 +939,7 @@ pub(crate) fn heads_everywhere(
         return Ok(false);
     };
     let module = helper_module(gpu, geometry, tuning)?;
-    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+    let num_tiles = geometry.num_tiles(tuning);
     let headless = DeviceMem::zeroed(gpu, 4)?;
     let block = 256u32;
     let args = HeadlessArgs {
@@ -988,7 +995,7 @@ pub(crate) fn reduce<T: Element>(
     let tuning = &module_spec.tuning;
     let codes = codes.map_or(0, |c| c.ptr);
     let module = gpu.module::<SegReduce>(&module_spec, part::<SegReduce>("segreduce_tiles"))?;
-    let num_tiles = geometry.count.div_ceil(tuning.nv() as u64);
+    let num_tiles = geometry.num_tiles(tuning);
     let count_size = if spec.wide_count { 8 } else { 4 };
     let pair = lookback::pair_size(
         count_size,

@@ -104,7 +104,7 @@ fn views_at_unaligned_offsets() {
     }
 }
 
-/// Segments of 1 to 3 items (tiles of hundreds of segment starts, which read their offsets 16
+/// Segments of 1 to 3 items (about 1,500 segment starts a tile, whose offsets the tiles read 16
 /// bytes at a time where those are so aligned) with the offsets `slice(shift..shift + k)` of a
 /// buffer, for every shift of a 16-byte run, the junk around them breaking the geometry if read:
 /// the checked one-shot, the unchecked one and a plan, against the reference.
