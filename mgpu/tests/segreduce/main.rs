@@ -148,9 +148,12 @@ enum Dist {
     TileEdges,
     /// Lengths of 3 to 20 tiles.
     ManyTiles,
+    /// Lengths 1..=3, and now and then one of 2 to 5 tiles: short on average (a one-shot's
+    /// validation packs the tiles' heads), with tiles inside one segment.
+    ShortAndLong,
 }
 
-const DISTS: [Dist; 16] = [
+const DISTS: [Dist; 17] = [
     Dist::Fixed(1),
     Dist::Fixed(2),
     Dist::Fixed(20),
@@ -167,6 +170,7 @@ const DISTS: [Dist; 16] = [
     Dist::LeadingEmpty,
     Dist::TrailingEmpty,
     Dist::TileEdges,
+    Dist::ShortAndLong,
 ];
 
 /// Fewer distributions, for the suites that are not about geometry.
@@ -251,6 +255,8 @@ fn gen_lengths(r: &mut StdRng, n: usize, dist: Dist, nv: usize) -> Vec<usize> {
                 r.random_range(1..=100)
             }
             Dist::ManyTiles => r.random_range(3 * nv..20 * nv),
+            Dist::ShortAndLong if r.random_bool(0.0002) => r.random_range(2 * nv..5 * nv),
+            Dist::ShortAndLong => r.random_range(1..=3),
             Dist::LeadingEmpty | Dist::TrailingEmpty | Dist::TileEdges => unreachable!(),
         }
         .min(left);

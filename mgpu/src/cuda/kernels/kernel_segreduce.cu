@@ -63,8 +63,9 @@ typedef RunPlusOf<C, T, Op> SegPlus;
 // (a Mark), which gives the slot of the segment ending before it. Otherwise the k-th end's slot
 // follows from k, and the heads are bits, the seed's packed thread codes: bit i of word j says a
 // segment starts at the tile's position j * VT + i (word NT: at the next tile's first position;
-// the input's end counts as a start). A plan keeps them (mgpu_segreduce_codes); a one-shot tile
-// sets them from the offsets (mark_codes). A thread reads one word and the next.
+// the input's end has no bit: the tile ends a segment at its last item). A plan keeps them
+// (mgpu_segreduce_codes); a one-shot tile sets them from the offsets (mark_codes). A thread reads
+// one word and the next.
 #define MGPU_WIDE_MARKS (MGPU_EMPTY || MGPU_INDIRECT)
 #if MGPU_WIDE_MARKS
 typedef O Mark;
@@ -227,8 +228,9 @@ __device__ __forceinline__ SegTile seg_tile(u64 count) {
 // Offsets per thread that a marking loop loads before it uses them, so that their latencies
 // overlap (a tile of length-1 segments reads NV offsets; one inside a long segment, none).
 constexpr int MGPU_MARK_BATCH = 4;
-// The same in 16-byte runs of offsets (mark_codes, where they are so aligned).
-constexpr int MGPU_MARK_RUNS = 2;
+// The same in 16-byte runs of offsets (mark_codes, where they are so aligned): three hold as
+// many registers as two (six cost three CTAs per SM, BENCHMARKS.md).
+constexpr int MGPU_MARK_RUNS = 3;
 
 #if MGPU_WIDE_MARKS
 // Marks in `heads` where the segments [seg_begin, seg_end) start in the tile `at`, and position
@@ -287,8 +289,8 @@ __device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empt
 }
 #else
 // Sets in `codes` (the tile's NT + 1 words, cleared) the bits of the segments [seg_begin,
-// seg_end) that start in the tile `at`, and of position at.n: the next tile's first position if
-// a segment starts there, or in the last tile the input's end. Segments are non-empty and
+// seg_end) that start in the tile `at`, and of position NV: the next tile's first position if
+// a segment starts there (the input's end has none). Segments are non-empty and
 // direct. (Neighbouring segments share a word: a short segment's bit is set by atomicOr.)
 __device__ __forceinline__ void mark_codes(unsigned* codes, const O* offsets, u64 seg_begin,
                                            u64 seg_end, u64 num_segments, const SegTile& at,
@@ -300,7 +302,7 @@ __device__ __forceinline__ void mark_codes(unsigned* codes, const O* offsets, u6
   const int num = (int)(seg_end - seg_begin);  // non-empty: at most the tile's positions
   if (MGPU_SPMV == 0 && num > MGPU_MARK_BATCH * MGPU_NT && ((size_t)offsets & 15) == 0) {
     // More than a trip of the loop below (short segments): runs of 16 aligned bytes of offsets,
-    // a load each (length-1 segments: three trips of dependent loads instead of six). Runs partly
+    // a load each (length-1 segments: two trips of dependent loads instead of six). Runs partly
     // outside the tile's segments are read whole within the offsets, the array's last by scalar
     // loads. (Not for SpMV, whose smaller tiles of rows rarely take a second trip, and whose
     // lane-strided tiles spilled.)
@@ -345,8 +347,8 @@ __device__ __forceinline__ void mark_codes(unsigned* codes, const O* offsets, u6
     }
   }
   if (tid == MGPU_NT - 1) {
-    if (at.last) set(at.n);
-    else if (seg_end < num_segments && (u64)offsets[seg_end] == at.base + MGPU_NV) set(MGPU_NV);
+    if (!at.last && seg_end < num_segments && (u64)offsets[seg_end] == at.base + MGPU_NV)
+      set(MGPU_NV);
   }
 }
 #endif
@@ -498,7 +500,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   if (items > 0) {
     int after = min(items, MGPU_VT);  // the item after the thread's last
     unsigned at = after < MGPU_VT ? code >> after : storage.codes[tid + 1];
-    if (at & 1u) ends |= 1u << (after - 1);
+    // The next head, or the input's last item.
+    if ((at & 1u) || (last_tile && items <= MGPU_VT)) ends |= 1u << (after - 1);
   }
   staged = true;  // head0, end_last and the first segment are read after the scan
 #else
@@ -912,8 +915,8 @@ extern "C" __global__ void mgpu_segreduce_partition(const O* offsets, u64 num_se
 
 #if defined(MGPU_WANT_mgpu_segreduce_codes) && !MGPU_WIDE_MARKS
 // A plan's packed heads, read by mgpu_segreduce with MGPU_CODES in place of the offsets: tile t's
-// words at codes[t * NT ...], and the extra word codes[num_tiles * NT] with position
-// num_tiles * NV's bit. Direct, non-empty segments (the helpers part is always compiled so); one
+// words at codes[t * NT ...], and the extra word codes[num_tiles * NT], the last tile's next
+// (clear: the input's end has no bit). Direct, non-empty segments (the helpers part is always compiled so); one
 // CTA per tile, setting the words as a one-shot tile does.
 extern "C" __global__ void __launch_bounds__(MGPU_NT)
     mgpu_segreduce_codes(const O* offsets, const O* limits, u64 num_segments, u64 count,
