@@ -149,7 +149,7 @@ enum Dist {
     /// Lengths of 3 to 20 tiles.
     ManyTiles,
     /// Lengths 1..=3, and now and then one of 2 to 5 tiles: short on average (a one-shot's
-    /// validation packs the tiles' heads), with tiles inside one segment.
+    /// tiles read their offsets in 16-byte runs), with tiles inside one segment.
     ShortAndLong,
 }
 

@@ -916,8 +916,8 @@ extern "C" __global__ void mgpu_segreduce_partition(const O* offsets, u64 num_se
 #if defined(MGPU_WANT_mgpu_segreduce_codes) && !MGPU_WIDE_MARKS
 // A plan's packed heads, read by mgpu_segreduce with MGPU_CODES in place of the offsets: tile t's
 // words at codes[t * NT ...], and the extra word codes[num_tiles * NT], the last tile's next
-// (clear: the input's end has no bit). Direct, non-empty segments (the helpers part is always compiled so); one
-// CTA per tile, setting the words as a one-shot tile does.
+// (clear: the input's end has no bit). Direct, non-empty segments (the helpers part is always
+// compiled so); one CTA per tile, setting the words as a one-shot tile does.
 extern "C" __global__ void __launch_bounds__(MGPU_NT)
     mgpu_segreduce_codes(const O* offsets, const O* limits, u64 num_segments, u64 count,
                          unsigned* codes) {
