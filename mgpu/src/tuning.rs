@@ -598,7 +598,8 @@ const TABLE: &[Entry] = &[
 
 /// A table entry for inputs of at most `max_items` items: where the merge sort's input is a few
 /// tiles per SM, its time is a chain of latency-bound launches, and the tile that shortens the
-/// chain most is not the one that streams large inputs fastest.
+/// chain most is not the one that streams large inputs fastest; further up, a larger tile can save
+/// a whole merge pass.
 struct Band {
     family: Family,
     arch: u32,
@@ -617,8 +618,13 @@ struct Band {
 //   256x17x6 0.097 (0.107) | 0.142 (0.162) | 0.220 (0.261) | 0.422 (0.494)
 // and at 2^26 | 2^28: 256x23x6 2.78 (3.32) | 11.25 (13.58), 512x21x3 2.86 (3.48) | 11.24
 // (13.89). 512x17x3 up to 264 of its tiles (one wave of the searching pass on 132 SMs, 2 CTAs
-// per SM), the table's 256x23x6 up to 528 (its wave, 4 per SM), 512x21x3 up to 2^24 keys, the
-// table above.
+// per SM), the table's 256x23x6 up to 528 (its wave, 4 per SM), then 512x21x3 up to 4096 of its
+// tiles (six merge passes; the table's tile takes a seventh past 4096 of its own, 24.1M keys),
+// the table above (seven passes either way to 96.5M keys, and the table's pass is the faster).
+// sm_90, H200, 2026-11-28, `mgpu bench sort --rows sort-keys --types i32,f32 --sizes 25..27`,
+// two rounds, ms i32 (f32), CUB DeviceMergeSort 1.465 | 2.92 | 5.97: 256x23x6 1.516-1.519
+// (1.561-1.564) | 2.722-2.724 (2.811-2.813) | 5.330-5.331 (5.505-5.508); 512x21x3 1.357
+// (1.448) | 2.803 (2.986) | 5.337 (5.717-5.719): at 2^27 the pass it saves did not pay.
 const BANDS: &[Band] = &[
     band(
         Family::SortKeys,
@@ -634,7 +640,13 @@ const BANDS: &[Band] = &[
         528 * 256 * 23,
         Tuning::new(256, 23, 6),
     ),
-    band(Family::SortKeys, 90, 4, 1 << 24, Tuning::new(512, 21, 3)),
+    band(
+        Family::SortKeys,
+        90,
+        4,
+        4096 * 512 * 21,
+        Tuning::new(512, 21, 3),
+    ),
 ];
 
 const fn band(family: Family, arch: u32, size_class: u32, max_items: u64, t: Tuning) -> Band {
@@ -1016,7 +1028,10 @@ mod tests {
         assert_eq!(keys(4, 5 << 19), table);
         assert_eq!(keys(4, 1 << 22), Tuning::new(512, 21, 3));
         assert_eq!(keys(4, 1 << 24), Tuning::new(512, 21, 3));
-        assert_eq!(keys(4, (1 << 24) + 1), table);
+        assert_eq!(keys(4, 1 << 25), Tuning::new(512, 21, 3));
+        assert_eq!(keys(4, 4096 * 512 * 21), Tuning::new(512, 21, 3));
+        assert_eq!(keys(4, 4096 * 512 * 21 + 1), table);
+        assert_eq!(keys(4, 1 << 26), table);
         // Other size classes, older parts and other families have no bands.
         assert_eq!(keys(8, 1 << 20), lookup(Family::SortKeys, 90, 8).unwrap());
         assert_eq!(keys(2, 1 << 20), lookup(Family::SortKeys, 90, 2).unwrap());

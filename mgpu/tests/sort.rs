@@ -148,6 +148,36 @@ fn sort_struct_keys_by_a_custom_comparator() {
     }
 }
 
+/// Merge sorts of 4-byte keys in the band of the larger tile that saves a merge pass
+/// (tuning.rs's `BANDS`: 512x21x3 up to 4096 of its tiles, where its six passes are all four-way):
+/// at 2^25, at the band's last size and one past it, where the table's tile takes over.
+#[test]
+fn merge_sort_keys_across_the_pass_band() {
+    let Some(ctx) = gpu() else { return };
+    let mut r = rng();
+    let last = 4096 * 512 * 21;
+    for n in [(1usize << 25) + 7, last, last + 1] {
+        // Ties: a key in 2^20 values.
+        let keys: Vec<i32> = (0..n)
+            .map(|_| r.random_range(-(1 << 19)..1 << 19))
+            .collect();
+        for comp in [Comparator::<i32>::less(), Comparator::greater()] {
+            let (expect, _) = stable_sorted(&keys, &comp);
+            let mut k = ctx.upload(&keys).unwrap();
+            ctx.sort_with(&mut k, &comp, SortAlgorithm::Merge).unwrap();
+            let what = format!("i32, n {n}, {}", comp.name());
+            same(&k.to_vec().unwrap(), &expect).unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+    }
+    let n = (1usize << 25) + 7;
+    let keys: Vec<f32> = (0..n).map(|_| r.random_range(-1e6f32..1e6)).collect();
+    let comp = Comparator::<f32>::less();
+    let (expect, _) = stable_sorted(&keys, &comp);
+    let mut k = ctx.upload(&keys).unwrap();
+    ctx.sort_with(&mut k, &comp, SortAlgorithm::Merge).unwrap();
+    same(&k.to_vec().unwrap(), &expect).unwrap_or_else(|e| panic!("f32, n {n}: {e}"));
+}
+
 /// The merge sort of floats compares with one compare where no key is NaN, and with the total
 /// order where one is: sorts with no NaN, with one NaN in one tile of many, and with NaNs in
 /// every tile, each with signed zeros whose input order must survive, keys and pairs.
