@@ -269,6 +269,76 @@ fn distributions_many_tiles() {
     }
 }
 
+/// One-shots over segments that must not be empty, short on average: runs of 128 segments of 1,
+/// 2, 8 or 9 positions, and now and then one of several tiles. Then a bad offset, decreasing or
+/// past the count, at a random place: named, nothing written, and the next call on the stream
+/// is right.
+#[test]
+fn one_shot_short_segments_then_a_bad_offset() {
+    let mut r = rng();
+    for ctx in backends() {
+        let nv = seg_tile::<i32, u32>(&ctx, SegItems::Values, false);
+        let mut sizes = vec![1, 2, 127, 129, 1025, nv - 1, nv, nv + 1, 7 * nv + 3];
+        if ctx.is_gpu() {
+            sizes.extend([(1 << 22) + 5, (1 << 24) + 3]);
+        }
+        for n in sizes {
+            let values: Vec<i32> = random_vec(&mut r, n);
+            let vbuf = ctx.upload(&values).unwrap();
+            let mut lengths = Vec::new();
+            let mut left = n;
+            while left > 0 {
+                let len = match r.random_range(0..40) {
+                    0 => r.random_range(nv..3 * nv),
+                    k => [1, 2, 8, 9][k % 4],
+                };
+                for _ in 0..128 {
+                    let len = len.min(left);
+                    if len > 0 {
+                        lengths.push(len);
+                        left -= len;
+                    }
+                }
+            }
+            let (offsets, _) = offsets_of(&lengths);
+            let what = format!("{ctx:?} n={n} segments={}", offsets.len());
+            let expect = reference(&offsets, n, None, |m| values[m], &Op::plus());
+            let obuf = ctx.upload(&to_o::<u32>(&offsets)).unwrap();
+            let mut out = poisoned::<i32>(&ctx, offsets.len());
+            ctx.segreduce_csr(&vbuf, Csr::new(&obuf), &mut out, &Op::plus())
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            check(&out.to_vec().unwrap(), &expect, &what);
+            if offsets.len() < 2 {
+                continue;
+            }
+            let place = r.random_range(1..offsets.len());
+            let mut bad = offsets.clone();
+            let needle = if bad[place - 1] > 0 && r.random_bool(0.5) {
+                bad[place] = bad[place - 1].saturating_sub(1 + r.random_range(0..3));
+                format!("offsets[{place}] = {} is less than", bad[place])
+            } else {
+                bad[place] = n as u64 + r.random_range(0..3);
+                format!("offsets[{place}] = {}", bad[place])
+            };
+            let bbuf = ctx.upload(&to_o::<u32>(&bad)).unwrap();
+            let mut out = poisoned::<i32>(&ctx, offsets.len());
+            let e = ctx
+                .segreduce_csr(&vbuf, Csr::new(&bbuf), &mut out, &Op::plus())
+                .unwrap_err();
+            expect_invalid(e, &[&needle], &what);
+            check(
+                &out.to_vec().unwrap(),
+                &vec![i32::poison(); offsets.len()],
+                &what,
+            );
+            let mut out = poisoned::<i32>(&ctx, offsets.len());
+            ctx.segreduce_csr(&vbuf, Csr::new(&obuf), &mut out, &Op::plus())
+                .unwrap_or_else(|e| panic!("{what}, after the bad offsets: {e}"));
+            check(&out.to_vec().unwrap(), &expect, &what);
+        }
+    }
+}
+
 /// One stream's one-shots in turn: geometries where every tile holds a segment start (the spine
 /// completes continued tiles from their neighbours) and where some tile lies inside one segment
 /// (the look-back), with rejected calls between them, checked and unchecked, on a non-commutative
