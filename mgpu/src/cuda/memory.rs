@@ -264,9 +264,10 @@ impl Gpu {
 }
 
 /// Bytes of a validation's findings record (kernel_segreduce.cu's `bad`): the first bad index of
-/// each of four checks, the longest segment's length complemented, and whether the tiles found
-/// one lying inside a segment; every byte 0xff where nothing was found.
-pub(crate) const FINDINGS_BYTES: usize = 48;
+/// each of four checks and the longest segment's length complemented (words 0-4), and whether the
+/// tiles found one lying inside a segment (word 16, a cache line apart: the tiles clear it with
+/// atomics while reading the findings); every byte 0xff where nothing was found.
+pub(crate) const FINDINGS_BYTES: usize = 256;
 
 /// Records in a stream's ring of findings records ([`FindingsRing`]).
 const RING_RECORDS: usize = 64;
@@ -294,6 +295,9 @@ impl FindingsRing {
 /// one where the ring must be cleared while another call holds one of its records.
 pub(crate) struct FindingsRecord {
     pub ptr: sys::CUdeviceptr,
+    /// Whether the strict offsets' checks ran into it (its longest length is then the
+    /// geometry's, from which the tiles may find segments of one length).
+    pub strict_checks: bool,
     gpu: Arc<Gpu>,
     in_ring: bool,
 }
@@ -317,6 +321,7 @@ impl FindingsRecord {
             ring.held += 1;
             return Ok(FindingsRecord {
                 ptr,
+                strict_checks: false,
                 gpu: gpu.clone(),
                 in_ring: true,
             });
@@ -324,6 +329,7 @@ impl FindingsRecord {
         drop(ring);
         let record = FindingsRecord {
             ptr: gpu.alloc(FINDINGS_BYTES)?,
+            strict_checks: false,
             gpu: gpu.clone(),
             in_ring: false,
         };

@@ -366,13 +366,13 @@ crate::kernel_args! {
     // SAFETY: mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
     // u64 vec_len, const O* offsets, const O* sources, const O* limits, u64 num_segments,
     // u64 count, const unsigned* codes, u64* bad, T* dest, T identity, SegPair* totals,
-    // T* leads, unsigned char* continued, u64* report).
+    // T* leads, unsigned char* continued, u64* report, unsigned stride).
     TilesArgs<T> = "mgpu_segreduce" {
         input: u64, matrix: CUdeviceptr, cols: CUdeviceptr, vec: CUdeviceptr, vec_len: u64,
         offsets: CUdeviceptr, sources: CUdeviceptr, limits: CUdeviceptr, num_segments: u64,
         count: u64, codes: CUdeviceptr, bad: CUdeviceptr, dest: CUdeviceptr,
         identity: ByValue<T>, totals: CUdeviceptr, leads: CUdeviceptr, continued: CUdeviceptr,
-        report: CUdeviceptr,
+        report: CUdeviceptr, stride: u32,
     }
 }
 
@@ -627,7 +627,7 @@ pub(crate) fn validate_and_partition<'g>(
     if work == 0 {
         return Ok((None, partition_alone(gpu)?));
     }
-    let bad = findings(gpu)?;
+    let mut bad = findings(gpu)?;
     let block = 256u32;
     // The offsets-only kernel works in the offsets' width: 32-bit offsets over at most 2^32 - 1
     // items.
@@ -665,6 +665,7 @@ pub(crate) fn validate_and_partition<'g>(
         let per_sm = (module.resident::<ValidateOffsetsArgs>() * tuning.nt / block).max(1);
         let grid = tiles.min(gpu.sm_count as u64 * per_sm as u64) as u32;
         gpu.launch(module, grid + partition_ctas, block, &args)?;
+        bad.strict_checks = checks.strict;
     }
     if limits.is_none() {
         limits = partition_alone(gpu)?;
@@ -985,6 +986,7 @@ pub(crate) fn reduce<T: Element>(
         }
         return fill(gpu, dest, geometry.num_segments, op.identity());
     };
+    let checked = bad.is_some_and(|b| b.strict_checks);
     let bad = bad.map_or(0, |b| b.ptr);
     debug_assert!(
         bad != 0 || !items.check_cols,
@@ -996,6 +998,14 @@ pub(crate) fn reduce<T: Element>(
     let codes = codes.map_or(0, |c| c.ptr);
     let module = gpu.module::<SegReduce>(&module_spec, part::<SegReduce>("segreduce_tiles"))?;
     let num_tiles = geometry.num_tiles(tuning);
+    // Where the checks ran, the length that segments of one length would have (the tiles see
+    // whether they do: kernel_segreduce.cu's progression_stride), if at least 32 fit a tile (the
+    // offsets of longer ones weigh little) and positions lie below 2^31 (32-bit arithmetic).
+    let stride = geometry.count.div_ceil(geometry.num_segments.max(1));
+    let stride = match checked && geometry.count < 1 << 31 && stride * 32 <= tuning.nv() as u64 {
+        true => stride as u32,
+        false => 0,
+    };
     let count_size = if spec.wide_count { 8 } else { 4 };
     let pair = lookback::pair_size(
         count_size,
@@ -1030,6 +1040,7 @@ pub(crate) fn reduce<T: Element>(
         leads,
         continued,
         report: report.map_or(0, |r| r.device),
+        stride,
     };
     let grid = u32::try_from(num_tiles).expect("fewer than 2^32 tiles");
     gpu.launch_dependent(&module, grid, tuning.nt, &tiles)?;

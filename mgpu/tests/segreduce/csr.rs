@@ -339,6 +339,107 @@ fn one_shot_short_segments_then_a_bad_offset() {
     }
 }
 
+/// Segments of one length (the last one shorter), whose one-shot takes its starts from the
+/// checks' finding, not the offsets; and near misses that must not: one segment a position
+/// longer or shorter anywhere (the first, the last but one, inside), the last one longer than
+/// the others, a bad offset (named, nothing written). u32 and u64 offsets, sizes around the
+/// tile; each checked against the reference, the checked calls and the unchecked ones.
+#[test]
+fn one_shot_fixed_lengths_and_near_misses() {
+    fixed_lengths_and_near_misses::<u32>();
+    fixed_lengths_and_near_misses::<u64>();
+}
+
+fn fixed_lengths_and_near_misses<O: TestOffset>() {
+    let mut r = rng();
+    for ctx in backends() {
+        let nv = seg_tile::<i32, O>(&ctx, SegItems::Values, false);
+        let mut sizes = vec![1, 2, 3, nv - 1, nv, nv + 1, 7 * nv + 3];
+        if ctx.is_gpu() {
+            sizes.extend([(1 << 20) + 7, (1 << 24) + 3]);
+        }
+        for n in sizes {
+            let values: Vec<i32> = random_vec(&mut r, n);
+            let vbuf = ctx.upload(&values).unwrap();
+            for stride in [1, 2, 3, 23, 64, 100, nv - 1, nv, nv + 1, 3 * nv + 5] {
+                if stride > n || (n > 1 << 22 && stride > 3) {
+                    continue;
+                }
+                let fixed: Vec<usize> = (0..n.div_ceil(stride))
+                    .map(|i| stride.min(n - i * stride))
+                    .collect();
+                let mut cases = vec![("fixed", fixed.clone())];
+                let k = fixed.len();
+                if k >= 2 {
+                    // One segment a position longer or shorter, the last one making up for it.
+                    let place = [0, k - 2, r.random_range(0..k - 1)][r.random_range(0..3)];
+                    let mut off = fixed.clone();
+                    if off[place] > 1 && r.random_bool(0.5) {
+                        off[place] -= 1;
+                        off[k - 1] += 1;
+                    } else if off[k - 1] > 1 {
+                        off[place] += 1;
+                        off[k - 1] -= 1;
+                    }
+                    cases.push(("one off", off));
+                    // The last segment longer than the others.
+                    let mut long_last = fixed[..k - 1].to_vec();
+                    long_last[k - 2] += fixed[k - 1];
+                    if k >= 3 {
+                        cases.push(("long last", long_last));
+                    }
+                }
+                for (case, lengths) in cases {
+                    let (offsets, count) = offsets_of(&lengths);
+                    assert_eq!(count, n);
+                    let what = format!("{ctx:?} {} n={n} stride={stride} {case}", O::CUDA_TYPE);
+                    let expect = reference(&offsets, n, None, |m| values[m], &Op::plus());
+                    let obuf = ctx.upload(&to_o::<O>(&offsets)).unwrap();
+                    let mut out = poisoned::<i32>(&ctx, offsets.len());
+                    ctx.segreduce_csr(&vbuf, Csr::new(&obuf), &mut out, &Op::plus())
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    check(&out.to_vec().unwrap(), &expect, &what);
+                    let mut out = poisoned::<i32>(&ctx, offsets.len());
+                    // SAFETY: the offsets increase from 0 and stay below the values' length.
+                    unsafe {
+                        ctx.segreduce_csr_unchecked(&vbuf, Csr::new(&obuf), &mut out, &Op::plus())
+                    }
+                    .unwrap_or_else(|e| panic!("{what}, unchecked: {e}"));
+                    check(
+                        &out.to_vec().unwrap(),
+                        &expect,
+                        &format!("{what}, unchecked"),
+                    );
+                    if case != "fixed" || offsets.len() < 2 {
+                        continue;
+                    }
+                    // A repeated offset (an empty segment) or one past the count, anywhere.
+                    let place = r.random_range(1..offsets.len());
+                    let mut bad = offsets.clone();
+                    let needle = if r.random_bool(0.5) {
+                        bad[place] = bad[place - 1];
+                        format!("offsets[{place}] = {} equals", bad[place])
+                    } else {
+                        bad[place] = n as u64 + 1;
+                        format!("offsets[{place}] = {}", bad[place])
+                    };
+                    let bbuf = ctx.upload(&to_o::<O>(&bad)).unwrap();
+                    let mut out = poisoned::<i32>(&ctx, offsets.len());
+                    let e = ctx
+                        .segreduce_csr(&vbuf, Csr::new(&bbuf), &mut out, &Op::plus())
+                        .unwrap_err();
+                    expect_invalid(e, &[&needle], &what);
+                    check(
+                        &out.to_vec().unwrap(),
+                        &vec![i32::poison(); offsets.len()],
+                        &what,
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// One stream's one-shots in turn: geometries where every tile holds a segment start (the spine
 /// completes continued tiles from their neighbours) and where some tile lies inside one segment
 /// (the look-back), with rejected calls between them, checked and unchecked, on a non-commutative

@@ -64,8 +64,9 @@ typedef RunPlusOf<C, T, Op> SegPlus;
 // follows from k, and the heads are bits, the seed's packed thread codes: bit i of word j says a
 // segment starts at the tile's position j * VT + i (word NT: at the next tile's first position;
 // the input's end has no bit: the tile ends a segment at its last item). A plan keeps them
-// (mgpu_segreduce_codes); a one-shot tile sets them from the offsets (mark_codes). A thread reads
-// one word and the next.
+// (mgpu_segreduce_codes); a one-shot tile sets them from the offsets (mark_codes), or where its
+// checks found segments of one length, from that length (mark_progression). A thread reads one
+// word and the next.
 #define MGPU_WIDE_MARKS (MGPU_EMPTY || MGPU_INDIRECT)
 #if MGPU_WIDE_MARKS
 typedef O Mark;
@@ -130,6 +131,7 @@ struct SegReduceStorage {
   // a plan or set from the offsets; the tile's first segment.
   unsigned codes[MGPU_NT + 1];
   O seg_begin;
+  O stride;  // a one-shot's segments of one short length (progression_stride), else 0
 #endif
 #if !MGPU_WIDE_MARKS && (!MGPU_SPMV || MGPU_COLS_IN_VALUES)
   unsigned short end_at[MGPU_NV];  // the positions of the staged results by rank
@@ -353,6 +355,48 @@ __device__ __forceinline__ void mark_codes(unsigned* codes, const O* offsets, u6
 }
 #endif
 
+// Segments of one length. `stride` is the host's candidate L = ceil(count / num_segments) (0 where
+// the one-shot's strict checks did not run into `bad`, positions reach 2^31, or fewer than 32
+// segments of L fit a tile). Returns L where every segment but the last is L long and the last no
+// longer, else 0. The tile's limits must be those of such segments, so that most tiles of other
+// geometries decide without a load; the geometry then is, exactly when the checks' longest segment
+// is L and the last starts at (num_segments - 1) * L: increasing starts from 0 with no step over L
+// reach that only if every step is L.
+__device__ __forceinline__ O progression_stride(unsigned stride, const O* offsets, const u64* bad,
+                                                u64 num_segments, u64 seg_begin, u64 seg_end,
+                                                const SegTile& at) {
+  if (!stride) return 0;
+  // seg_begin = ceil(base / stride): the first multiple of stride at or past the tile's base
+  // (multiplications: a divide is a subroutine); the same for seg_end past the tile, but in the
+  // last tile, whose segments run to the last.
+  auto first_at = [&](u64 k, u64 position) {
+    return k * stride >= position && (k == 0 || (k - 1) * stride < position);
+  };
+  if (!first_at(seg_begin, at.base) ||
+      (at.last ? seg_end != num_segments : !first_at(seg_end, at.base + MGPU_NV)))
+    return 0;
+  const bool one =
+      ~bad[4] == stride && (u64)offsets[num_segments - 1] == (num_segments - 1) * stride;
+  return one ? (O)stride : (O)0;
+}
+
+// mark_codes for segments of one length `stride` but the last, no longer (progression_stride):
+// the starts are the multiples of `stride` below `count`. A thread sets its own word (cleared,
+// one thread's each), the last thread also the word after the tile.
+__device__ __forceinline__ void mark_progression(unsigned* codes, O stride, const SegTile& at,
+                                                 int tid) {
+  const unsigned s = (unsigned)stride;
+  const int first = tid * MGPU_VT, items = min(at.n - first, MGPU_VT);
+  if (items > 0) {
+    const unsigned r = (unsigned)(at.base + first) % s;
+    unsigned word = 0;
+    for (unsigned i = r ? s - r : 0; i < (unsigned)items; i += s) word |= 1u << i;
+    codes[tid] = word;
+  }
+  if (tid == MGPU_NT - 1 && !at.last && (unsigned)(at.base + MGPU_NV) % s == 0)
+    codes[MGPU_NT] = 1;
+}
+
 // A one-shot call's validation (mgpu_segreduce_validate, queued before the reduction) found a bad
 // offset, source or column: bad[0..2], ~0 where none (null: a plan's geometry, checked when it
 // was made). The reduction then writes nothing and reads nothing the checks did not cover, so the
@@ -367,11 +411,15 @@ __device__ __forceinline__ bool seg_rejected(const u64* bad) {
 #endif
 }
 
-// Whether every tile but the last holds a segment start (bad[5], cleared by a tile that holds
-// none; only where the tiles had findings to honour): the spine then completes each continued
-// tile from its neighbour, as mgpu_segreduce_fixup does for a plan that knows it.
+// Whether every tile but the last holds a segment start (MGPU_HEADLESS_WORD, cleared by a tile
+// that holds none; only where the tiles had findings to honour): the spine then completes each
+// continued tile from its neighbour, as mgpu_segreduce_fixup does for a plan that knows it. The
+// word lies 128 bytes past the findings (the record is 256 bytes), in a line of its own: where
+// many tiles clear it, their atomics on the findings' line held up every tile's reads of them (a
+// 2^28 one-segment one-shot 0.33 -> 0.30 ms, BENCHMARKS.md).
+#define MGPU_HEADLESS_WORD 16
 __device__ __forceinline__ bool seg_all_heads(const u64* bad) {
-  return bad && bad[5] == ~0ull;
+  return bad && bad[MGPU_HEADLESS_WORD] == ~0ull;
 }
 
 // x[col]. Where MGPU_CHECK_COLS (a one-shot SpMV that did not check its columns first), a column
@@ -425,7 +473,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
                    u64 vec_len, const O* offsets, const O* sources, const O* limits,
                    u64 num_segments, u64 count, const unsigned* codes, u64* bad, T* dest,
                    T identity, SegPair* totals, T* leads, unsigned char* continued,
-                   u64* report) {
+                   u64* report, unsigned stride) {
   __shared__ SegReduceStorage storage;
   int tid = threadIdx.x;
   grid_dependency_wait();  // for the limits and the findings (launched dependent)
@@ -442,7 +490,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   u64 seg_end = last_tile ? num_segments : (u64)limits[tile + 1];
   const bool rejected = seg_rejected(bad);  // checked after the barrier below
   // A tile inside one segment: a carry may then cross several tiles (seg_all_heads).
-  if (bad && tid == 0 && !last_tile && seg_begin == seg_end) atomicAnd(bad + 5, 0ull);
+  if (bad && tid == 0 && !last_tile && seg_begin == seg_end)
+    atomicAnd(bad + MGPU_HEADLESS_WORD, 0ull);
 #endif
   // The items' copy is waited for only once the heads are marked: the loads overlap.
 #if !MGPU_INDIRECT
@@ -480,14 +529,21 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   }
 #else
   for (int j = tid; j <= MGPU_NT; j += MGPU_NT) storage.codes[j] = 0;
-  if (tid == 0) storage.seg_begin = (O)seg_begin;
+  if (tid == 0) {
+    storage.seg_begin = (O)seg_begin;
+    storage.stride =
+        progression_stride(stride, offsets, bad, num_segments, seg_begin, seg_end, at);
+  }
   __syncthreads();
-  // Nothing read so far lies outside the tile: stop before the offsets and columns.
+  // Nothing read so far lies outside the tile (but the last offset, in bounds whatever the
+  // offsets hold): stop before the offsets and columns.
   if (rejected) {
     cp_async_wait_all();
     return;
   }
-  mark_codes(storage.codes, offsets, seg_begin, seg_end, num_segments, at, tid);
+  // Segments of one length: their starts need no offsets.
+  if (storage.stride) mark_progression(storage.codes, storage.stride, at, tid);
+  else mark_codes(storage.codes, offsets, seg_begin, seg_end, num_segments, at, tid);
 #endif
   cp_async_wait_all();
   __syncthreads();
