@@ -51,7 +51,7 @@ rates 0..100% (predicate `bits % 100 < rate`) and the one-instruction predicate 
 DeviceReduce::ReduceByKey.
 
 segreduce (CSR segmented sum; i32 by default, also i64, f32, f64) runs segment lengths fixed 1, 2,
-20, 500, 5000, uniform with mean 500, power-law, one segment and 50% empty, against CUB's
+20, 500, 5000, uniform with mean 2 and 500, power-law, one segment and 50% empty, against CUB's
 DeviceSegmentedReduce::Sum. spmv (y = A * x; f32 and f64; --sizes: log2 of the nonzeros) runs
 random rows (mean 32 nonzeros), power-law rows, and the 2-D 5-point and 3-D 7-point Poisson
 stencils, against cuSPARSE's SpMV (CSR_ALG1). Both report the one-shot call (validation and

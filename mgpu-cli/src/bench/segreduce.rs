@@ -66,6 +66,7 @@ pub(crate) enum SegDist {
 const SEG_DISTS: &[SegDist] = &[
     SegDist::Fixed(1),
     SegDist::Fixed(2),
+    SegDist::Uniform(2),
     SegDist::Fixed(20),
     SegDist::Fixed(500),
     SegDist::Fixed(5000),
@@ -860,6 +861,7 @@ mod tests {
         let n = 1u64 << 22;
         let mean = |d| n as f64 / (segments(n, d).0.len() - 1) as f64;
         assert!((mean(SegDist::Uniform(500)) - 500.0).abs() < 25.0);
+        assert!((mean(SegDist::Uniform(2)) - 2.0).abs() < 0.01);
         let e = mean(SegDist::Empty(20));
         assert!((e - 10.0).abs() < 0.5, "{e}");
         let p = mean(SegDist::PowerLaw);
