@@ -320,23 +320,34 @@ fn one_shot_short_segments_then_a_bad_offset() {
                 bad[place] = n as u64 + r.random_range(0..3);
                 format!("offsets[{place}] = {}", bad[place])
             };
-            let bbuf = ctx.upload(&to_o::<u32>(&bad)).unwrap();
-            let mut out = poisoned::<i32>(&ctx, offsets.len());
-            let e = ctx
-                .segreduce_csr(&vbuf, Csr::new(&bbuf), &mut out, &Op::plus())
-                .unwrap_err();
-            expect_invalid(e, &[&needle], &what);
-            check(
-                &out.to_vec().unwrap(),
-                &vec![i32::poison(); offsets.len()],
-                &what,
-            );
+            expect_rejected::<u32>(&ctx, &vbuf, &bad, &needle, &what);
             let mut out = poisoned::<i32>(&ctx, offsets.len());
             ctx.segreduce_csr(&vbuf, Csr::new(&obuf), &mut out, &Op::plus())
                 .unwrap_or_else(|e| panic!("{what}, after the bad offsets: {e}"));
             check(&out.to_vec().unwrap(), &expect, &what);
         }
     }
+}
+
+/// A one-shot sum over `bad` offsets: the error names `needle`, and the output keeps its poison.
+fn expect_rejected<O: TestOffset>(
+    ctx: &Context,
+    values: &mgpu::Buffer<i32>,
+    bad: &[u64],
+    needle: &str,
+    what: &str,
+) {
+    let offsets = ctx.upload(&to_o::<O>(bad)).unwrap();
+    let mut out = poisoned::<i32>(ctx, bad.len());
+    let e = ctx
+        .segreduce_csr(values, Csr::new(&offsets), &mut out, &Op::plus())
+        .unwrap_err();
+    expect_invalid(e, &[needle], what);
+    check(
+        &out.to_vec().unwrap(),
+        &vec![i32::poison(); bad.len()],
+        what,
+    );
 }
 
 /// Segments of one length (the last one shorter), whose one-shot takes its starts from the
@@ -423,17 +434,7 @@ fn fixed_lengths_and_near_misses<O: TestOffset>() {
                         bad[place] = n as u64 + 1;
                         format!("offsets[{place}] = {}", bad[place])
                     };
-                    let bbuf = ctx.upload(&to_o::<O>(&bad)).unwrap();
-                    let mut out = poisoned::<i32>(&ctx, offsets.len());
-                    let e = ctx
-                        .segreduce_csr(&vbuf, Csr::new(&bbuf), &mut out, &Op::plus())
-                        .unwrap_err();
-                    expect_invalid(e, &[&needle], &what);
-                    check(
-                        &out.to_vec().unwrap(),
-                        &vec![i32::poison(); offsets.len()],
-                        &what,
-                    );
+                    expect_rejected::<O>(&ctx, &vbuf, &bad, &needle, &what);
                 }
             }
         }
