@@ -269,6 +269,46 @@ fn distributions_many_tiles() {
     }
 }
 
+/// The carry across thousands of tiles, a thousand to each of the spine's CTAs on the
+/// look-back: sizes of 2,048, 4,096 and 8,192 tiles and one more, segments that cross tiles (short
+/// and long, one, half empty), for records of four sizes (4-, 8- and 12-byte values, and 8-byte
+/// ones with 8-byte alignment), a commutative operator and two that are not.
+#[test]
+fn carries_across_thousands_of_tiles() {
+    spines_at::<i32>(&Op::plus(), i32::random);
+    spines_at::<i64>(&add_mod_prime(), |r: &mut StdRng| r.random_range(0..PRIME));
+    spines_at::<Affine>(&affine_op(), Affine::random);
+    spines_at::<Tagged>(&tagged_op(), Tagged::random);
+}
+
+fn spines_at<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut StdRng) -> T) {
+    let mut r = rng();
+    for ctx in backends() {
+        if !ctx.is_gpu() {
+            continue; // the CPU backend has no tiles
+        }
+        let nv = seg_tile::<T, u32>(&ctx, SegItems::Values, false);
+        for tiles in [2048, 4096, 8192] {
+            for n in [tiles * nv, tiles * nv + 1] {
+                let values: Vec<T> = (0..n).map(|_| gen(&mut r)).collect();
+                let vbuf = ctx.upload(&values).unwrap();
+                for dist in [Dist::ShortAndLong, Dist::One, Dist::HalfEmpty] {
+                    let what = format!("{} {} n={n} nv={nv} {dist:?}", T::CUDA_TYPE, op.name());
+                    let lengths = gen_lengths(&mut r, n, dist, nv);
+                    let (offsets, _) = offsets_of(&lengths);
+                    let expect = reference(&offsets, n, None, |m| values[m], op);
+                    let obuf = ctx.upload(&to_o::<u32>(&offsets)).unwrap();
+                    let csr = Csr::new(&obuf).with_empty(lengths.contains(&0));
+                    let mut out = poisoned::<T>(&ctx, offsets.len());
+                    ctx.segreduce_csr(&vbuf, csr, &mut out, op)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    check(&out.to_vec().unwrap(), &expect, &what);
+                }
+            }
+        }
+    }
+}
+
 /// One-shots over segments that must not be empty, short on average: runs of 128 segments of 1,
 /// 2, 8 or 9 positions, and now and then one of several tiles. Then a bad offset, decreasing or
 /// past the count, at a random place: named, nothing written, and the next call on the stream
