@@ -366,13 +366,13 @@ crate::kernel_args! {
     // SAFETY: mgpu_segreduce(Input values, const T* matrix, const unsigned* cols, const T* vec,
     // u64 vec_len, const O* offsets, const O* sources, const O* limits, u64 num_segments,
     // u64 count, const unsigned* codes, u64* bad, T* dest, T identity, SegPair* totals,
-    // T* leads, unsigned char* continued, u64* report, unsigned stride).
+    // T* leads, unsigned char* continued, u64* report, unsigned stride, unsigned ahead).
     TilesArgs<T> = "mgpu_segreduce" {
         input: u64, matrix: CUdeviceptr, cols: CUdeviceptr, vec: CUdeviceptr, vec_len: u64,
         offsets: CUdeviceptr, sources: CUdeviceptr, limits: CUdeviceptr, num_segments: u64,
         count: u64, codes: CUdeviceptr, bad: CUdeviceptr, dest: CUdeviceptr,
         identity: ByValue<T>, totals: CUdeviceptr, leads: CUdeviceptr, continued: CUdeviceptr,
-        report: CUdeviceptr, stride: u32,
+        report: CUdeviceptr, stride: u32, ahead: u32,
     }
 }
 
@@ -1041,6 +1041,8 @@ pub(crate) fn reduce<T: Element>(
         continued,
         report: report.map_or(0, |r| r.device),
         stride,
+        // The tiles resident at once: a tile hints L2 about the one that many later.
+        ahead: gpu.sm_count * module.resident::<TilesArgs<T>>(),
     };
     let grid = u32::try_from(num_tiles).expect("fewer than 2^32 tiles");
     gpu.launch_dependent(&module, grid, tuning.nt, &tiles)?;

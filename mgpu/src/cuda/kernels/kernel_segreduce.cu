@@ -473,7 +473,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
                    u64 vec_len, const O* offsets, const O* sources, const O* limits,
                    u64 num_segments, u64 count, const unsigned* codes, u64* bad, T* dest,
                    T identity, SegPair* totals, T* leads, unsigned char* continued,
-                   u64* report, unsigned stride) {
+                   u64* report, unsigned stride, unsigned ahead) {
   __shared__ SegReduceStorage storage;
   int tid = threadIdx.x;
   grid_dependency_wait();  // for the limits and the findings (launched dependent)
@@ -492,6 +492,17 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   // A tile inside one segment: a carry may then cross several tiles (seg_all_heads).
   if (bad && tid == 0 && !last_tile && seg_begin == seg_end)
     atomicAnd(bad + MGPU_HEADLESS_WORD, 0ull);
+#if MGPU_SPMV
+  // A hint to L2 for the tile `ahead` (the resident CTAs) later, about the next on this CTA's
+  // slot: its limits and then its row offsets are the chain before its gathers, a DRAM round
+  // trip each where L2 does not hold them. (Limits are segment indices whatever the offsets
+  // hold: the range stays inside the offsets.)
+  if (tid == MGPU_WARP && tile + ahead < at.num_tiles) {
+    const u64 later = tile + ahead;
+    const u64 b = limits[later], e = limits[later + 1];
+    if (e > b) prefetch_l2(offsets + b, (e - b) * sizeof(O));
+  }
+#endif
 #endif
   // The items' copy is waited for only once the heads are marked: the loads overlap.
 #if !MGPU_INDIRECT
