@@ -275,13 +275,13 @@ fn distributions_many_tiles() {
 /// ones with 8-byte alignment), a commutative operator and two that are not.
 #[test]
 fn carries_across_thousands_of_tiles() {
-    spines_at::<i32>(&Op::plus(), i32::random);
-    spines_at::<i64>(&add_mod_prime(), |r: &mut StdRng| r.random_range(0..PRIME));
-    spines_at::<Affine>(&affine_op(), Affine::random);
-    spines_at::<Tagged>(&tagged_op(), Tagged::random);
+    carries_at_tile_counts::<i32>(&Op::plus(), i32::random);
+    carries_at_tile_counts::<i64>(&add_mod_prime(), |r: &mut StdRng| r.random_range(0..PRIME));
+    carries_at_tile_counts::<Affine>(&affine_op(), Affine::random);
+    carries_at_tile_counts::<Tagged>(&tagged_op(), Tagged::random);
 }
 
-fn spines_at<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut StdRng) -> T) {
+fn carries_at_tile_counts<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut StdRng) -> T) {
     let mut r = rng();
     for ctx in backends() {
         if !ctx.is_gpu() {
