@@ -1,6 +1,6 @@
 //! `mgpu tune <primitive>`: sweeps the launch parameters of the primitive's kernel family (NT in
-//! {64, 128, 256, 512}, odd VT, OCC; the radix sort's NT in {256, 384, 512}) on the present
-//! device, prints the landscape (throughput per NT x VT, the best marked, as in the seed's
+//! {64, 128, 256, 512}, odd VT (the reduce's: multiples of four), OCC; the radix sort's NT in
+//! {256, 384, 512}) on the present device, prints the landscape (throughput per NT x VT, the best marked, as in the seed's
 //! mergesort tuning table), and writes the winners to a tuning file (`mgpu::tuning`'s versioned
 //! format) that the library then reads. `sort` tunes the merge sort's and the radix sort's
 //! families (keys and pairs of each), `radix` the radix sort's alone.
@@ -133,11 +133,13 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
     };
     const COMPACT_VT: &[u32] = &[7, 11, 15, 23, 31];
     match primitive {
+        // Multiples of four: the commutative reduce loads whole 16-byte vectors a thread only
+        // where VT is a multiple of the vector's elements (`mgpu_reduce`'s VEC_TILES).
         "reduce" => vec![t(
             Family::Reduce,
             s,
             Rows::Exact("reduce"),
-            &[7, 11, 15, 19, 23],
+            &[8, 12, 16, 24, 32],
         )],
         "scan" => vec![t(
             Family::Scan,

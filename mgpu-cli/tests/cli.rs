@@ -404,6 +404,21 @@ fn tune_radix_sweeps_the_radix_families() {
     assert!(out.contains("dry run"), "{out}");
 }
 
+/// `tune reduce` sweeps VTs that are multiples of four, the only ones whose tiles the commutative
+/// reduce reads in 16-byte vectors (odd VTs timed its scalar loop alone).
+#[test]
+fn tune_reduce_sweeps_vector_tiles() {
+    let o = mgpu(&["tune", "reduce", "--cpu", "--size", "10", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let vts: Vec<u32> = stdout(&o)
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("VT"))
+        .skip(1)
+        .map_while(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(vts, [8, 12, 16, 24, 32], "{}", stdout(&o));
+}
+
 #[test]
 fn bench_names_the_tuning_file_in_effect() {
     let dir = scratch("tuning");
