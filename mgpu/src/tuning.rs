@@ -279,6 +279,9 @@ const TABLE: &[Entry] = &[
     // sm_90 (`mgpu tune reduce`, 2026-11-23, H100 SXM, 2^26, G items/s): i32 256x16x4 675.0,
     //   the best of the sweep; i64 best 512x7x4 362.1, 1.024x 256x8x4's 353.6 (one run): the
     //   sm_70 entries stay in effect there.
+    // `mgpu tune reduce` (2026-11-29, H200, 2^28, VTs of whole vectors): i32 512x8x4 1096.1,
+    //   1.009x 256x16x4's 1086.3; every cell 965-1096. In turns with CUB at 2^16..2^28 it ran
+    //   as fast as 256x16x4 (BENCHMARKS.md): the entry stays.
     e(Family::Scan, 70, 4, 256, 15, 2),
     e(Family::Scan, 70, 8, 256, 9, 2),
     e(Family::Scan, 70, 16, 128, 7, 4),
@@ -515,6 +518,8 @@ const TABLE: &[Entry] = &[
     // After the tiles lost their look-back (a spine carries across tiles; 56 registers for i32):
     //   `mgpu tune segreduce` (2026-11-23, H100 SXM, i32, 2^26) 128x23x9 329.9, 1.045x 128x23x6's
     //   315.6 (128x15x13 327.5, 64x23x16 328.3, 128x31x6 312.4).
+    // The one-shots at 2^24 (2026-11-29, H200, two rounds in turns): 64x23x16, 128x15x13 and
+    //   128x31x8 within the rounds' spread of 128x23x9 on every distribution (BENCHMARKS.md).
     e(Family::SegReduce, 90, 4, 128, 23, 9),
     e(Family::SegReduce, 90, 8, 128, 15, 6),
     // SpMV, sm_90, H100 SXM, 2026-11-23, `mgpu bench spmv --sizes 26 --types f32 --no-peer` with
