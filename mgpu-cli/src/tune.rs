@@ -1,8 +1,8 @@
 //! `mgpu tune <primitive>`: sweeps the launch parameters of the primitive's kernel family (NT in
 //! {64, 128, 256, 512}, odd VT (the reduce's: multiples of four), OCC; the radix sort's NT in
-//! {256, 384, 512}) on the present device, prints the landscape (throughput per NT x VT, the best marked, as in the seed's
-//! mergesort tuning table), and writes the winners to a tuning file (`mgpu::tuning`'s versioned
-//! format) that the library then reads. `sort` tunes the merge sort's and the radix sort's
+//! {256, 384, 512}) on the present device, prints the landscape (throughput per NT x VT, the
+//! best marked, as in the seed's mergesort tuning table), and writes the winners to a tuning file
+//! (`mgpu::tuning`'s versioned format) that the library then reads. `sort` tunes the merge sort's and the radix sort's
 //! families (keys and pairs of each), `radix` the radix sort's alone.
 //!
 //! Candidates are pruned before anything runs: a tile over its family's
@@ -134,7 +134,8 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
     const COMPACT_VT: &[u32] = &[7, 11, 15, 23, 31];
     match primitive {
         // Multiples of four: the commutative reduce loads whole 16-byte vectors a thread only
-        // where VT is a multiple of the vector's elements (`mgpu_reduce`'s VEC_TILES).
+        // where VT is a multiple of the vector's elements (`mgpu_reduce`'s VEC_TILES), which
+        // these are for 4- and 8-byte elements.
         "reduce" => vec![t(
             Family::Reduce,
             s,
