@@ -2,8 +2,8 @@
 //! {64, 128, 256, 512}, odd VT (the reduce's: multiples of four), OCC; the radix sort's NT in
 //! {256, 384, 512}) on the present device, prints the landscape (throughput per NT x VT, the
 //! best marked, as in the seed's mergesort tuning table), and writes the winners to a tuning file
-//! (`mgpu::tuning`'s versioned format) that the library then reads. `sort` tunes the merge sort's and the radix sort's
-//! families (keys and pairs of each), `radix` the radix sort's alone.
+//! (`mgpu::tuning`'s versioned format) that the library then reads. `sort` tunes the merge
+//! sort's and the radix sort's families (keys and pairs of each), `radix` the radix sort's alone.
 //!
 //! Candidates are pruned before anything runs: a tile over its family's
 //! `Family::max_tile_bytes` fails `Tuning::validate_for` (a radix sort's tile also holds at most
