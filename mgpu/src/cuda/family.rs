@@ -179,7 +179,7 @@ impl Instance {
     }
 }
 
-/// A kernel's argument list, pushed in order.
+/// A kernel's argument list.
 ///
 /// # Safety
 /// The implementor's fields, in order, have the types and layout of the parameters of the kernel
@@ -188,8 +188,6 @@ impl Instance {
 pub unsafe trait KernelArgs {
     /// The kernel's name.
     const KERNEL: &'static str;
-    /// Pushes the arguments onto a launch.
-    fn push<'a>(&'a self, launch: &mut cudarc::driver::LaunchArgs<'a>);
     /// The kernel's parameter list for the driver's `cuLaunchKernelEx`: a pointer to each field.
     fn params(&self) -> Vec<*mut std::ffi::c_void>;
 }
@@ -206,10 +204,6 @@ macro_rules! kernel_args {
         // SAFETY: the caller of the macro names the kernel whose parameters the fields match.
         unsafe impl $(<$g: $crate::Element>)? $crate::cuda::family::KernelArgs for $name $(<$g>)? {
             const KERNEL: &'static str = $kernel;
-            fn push<'a>(&'a self, launch: &mut cudarc::driver::LaunchArgs<'a>) {
-                use cudarc::driver::PushKernelArg;
-                $( launch.arg(&self.$field); )*
-            }
             fn params(&self) -> Vec<*mut ::std::ffi::c_void> {
                 vec![$( &self.$field as *const _ as *mut ::std::ffi::c_void ),*]
             }

@@ -448,17 +448,7 @@ impl Gpu {
     ) -> Result<()> {
         let (f, _) = module.function(A::KERNEL);
         allow_shared(f, shared_bytes)?;
-        let mut builder = self.stream.launch_builder(f);
-        args.push(&mut builder);
-        let cfg = cudarc::driver::LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (block, 1, 1),
-            shared_mem_bytes: shared_bytes,
-        };
-        // SAFETY: `A` is the kernel's own argument list (`KernelArgs`'s contract); its pointers are
-        // live device allocations of the lengths passed alongside, which the safe API validated.
-        unsafe { builder.launch(cfg) }.map_err(driver("launching a kernel"))?;
-        Ok(())
+        self.launch_ex(f, grid, block, shared_bytes, args, false)
     }
 
     /// [`launch`](Gpu::launch) of a kernel that may start before the kernel queued before it on
@@ -480,10 +470,21 @@ impl Gpu {
         block: u32,
         args: &A,
     ) -> Result<()> {
-        if self.arch < 90 {
-            return self.launch(module, grid, block, args);
-        }
         let (f, _) = module.function(A::KERNEL);
+        self.launch_ex(f, grid, block, 0, args, self.arch >= 90)
+    }
+
+    /// The crate's one kernel launch: `cuLaunchKernelEx` with the argument list's field
+    /// pointers, and the programmatic-dependent-launch attribute where `dependent`.
+    fn launch_ex<A: KernelArgs>(
+        &self,
+        f: &CudaFunction,
+        grid: u32,
+        block: u32,
+        shared_bytes: u32,
+        args: &A,
+        dependent: bool,
+    ) -> Result<()> {
         self.bind()?;
         let mut params = args.params();
         // SAFETY: a zeroed launch attribute is a valid value of the plain C struct; its union
@@ -499,15 +500,16 @@ impl Gpu {
             blockDimX: block,
             blockDimY: 1,
             blockDimZ: 1,
-            sharedMemBytes: 0,
+            sharedMemBytes: shared_bytes,
             hStream: self.stream.cu_stream(),
             attrs: &mut attribute,
-            numAttrs: 1,
+            numAttrs: dependent as u32,
         };
         // SAFETY: `params` points at each field of `args`, which is the kernel's own argument
         // list (`KernelArgs`'s contract) and outlives the call (the driver copies the values);
-        // its pointers are live device allocations, as for `launch`. The kernels launched so
-        // wait for the earlier kernel's memory before touching any (`grid_dependency_wait`).
+        // its pointers are live device allocations of the lengths passed alongside, which the
+        // safe API validated. Kernels launched dependent wait for the earlier kernel's memory
+        // before touching any (`grid_dependency_wait`).
         unsafe {
             sys::cuLaunchKernelEx(
                 &config,

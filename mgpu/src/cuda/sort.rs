@@ -235,9 +235,6 @@ struct Merge4PassArgs(MergePassArgs);
 // parameter list.
 unsafe impl KernelArgs for Merge4PassArgs {
     const KERNEL: &'static str = "mgpu_merge4_pass";
-    fn push<'a>(&'a self, launch: &mut cudarc::driver::LaunchArgs<'a>) {
-        self.0.push(launch);
-    }
     fn params(&self) -> Vec<*mut std::ffi::c_void> {
         self.0.params()
     }
