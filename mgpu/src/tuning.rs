@@ -549,7 +549,15 @@ const TABLE: &[Entry] = &[
     //   stencils (the matrix values' loads wait behind the gathers); 128x15x6 and 256x7x6 spill.
     //   The former 128x15x6 with the old tiles (two runs): 0.646-0.648 | 0.718-0.720 | 0.359-0.360
     //   | 0.341-0.342.
-    e(Family::Spmv, 90, 4, 128, 11, 12),
+    // f32 on the H200 (2026-11-29, `mgpu bench spmv --types f32`, in turns with 128x11x12):
+    //   128x13x10 (48 registers, 10 CTAs per SM) at 2^24, four rounds, one-shot | unchecked |
+    //   apply ms: random rows 0.1427-0.1469 | 0.1381-0.1394 | 0.1306-0.1321 against 0.1429-0.1490
+    //   | 0.1365-0.1433 | 0.1311-0.1330; 2-D stencil 0.0820-0.0837 | 0.0688-0.0702 |
+    //   0.0590-0.0606 against 0.0868-0.0890 | 0.0703-0.0755 | 0.0616-0.0637; 3-D 0.0731-0.0767 |
+    //   0.0663-0.0700 | 0.0572-0.0581 against 0.0771-0.0793 | 0.0676-0.0719 | 0.0595-0.0604; the
+    //   power law within the rounds' spread. At 2^28 (one round) the one-shots 0.5-5% faster, the
+    //   applies within 0.6%.
+    e(Family::Spmv, 90, 4, 128, 13, 10),
     e(Family::Spmv, 90, 8, 128, 9, 10),
     // `mgpu tune select` / `mgpu tune reduce-by-key` (2026-11-23, H100 SXM, i32 at 2^26, G items
     //   per s): keys 256x23x2 358.4, 1.000x the entry's 358.4; keys with values 128x31x4 221.4
