@@ -660,7 +660,13 @@ mod tests {
 
     #[test]
     fn module_keys_compare_as_their_texts() {
-        for (a, b) in [("", ""), ("", "x"), ("int", "int"), ("int", "unt"), ("ab", "abc")] {
+        for (a, b) in [
+            ("", ""),
+            ("", "x"),
+            ("int", "int"),
+            ("int", "unt"),
+            ("ab", "abc"),
+        ] {
             assert_eq!(same_text(a, b), a == b, "{a:?} {b:?}");
         }
         let plus = Expr::new("a + b", "");
@@ -681,7 +687,10 @@ mod tests {
                 assert_eq!(a == b, i == j, "{a:?} against {b:?}");
             }
         }
-        assert_eq!(loads.iter().cloned().collect::<HashSet<_>>().len(), loads.len());
+        assert_eq!(
+            loads.iter().cloned().collect::<HashSet<_>>().len(),
+            loads.len()
+        );
         assert_eq!(ElementDesc::of::<i32>(), ElementDesc::of::<i32>());
         assert_ne!(ElementDesc::of::<i32>(), ElementDesc::of::<u32>());
     }
