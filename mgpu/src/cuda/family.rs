@@ -205,7 +205,11 @@ macro_rules! kernel_args {
         unsafe impl $(<$g: $crate::Element>)? $crate::cuda::family::KernelArgs for $name $(<$g>)? {
             const KERNEL: &'static str = $kernel;
             fn params(&self) -> Vec<*mut ::std::ffi::c_void> {
-                vec![$( &self.$field as *const _ as *mut ::std::ffi::c_void ),*]
+                // Each field's type is one the driver copies as a kernel parameter.
+                fn param<T: cudarc::driver::DeviceRepr>(field: &T) -> *mut ::std::ffi::c_void {
+                    field as *const T as *mut ::std::ffi::c_void
+                }
+                vec![$( param(&self.$field) ),*]
             }
         }
     };
