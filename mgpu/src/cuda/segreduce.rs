@@ -70,7 +70,9 @@ impl SegReduceSpec {
     /// 32-bit offsets and counts, direct (the `segreduce` entry on values, the `spmv` entry on
     /// SpMV). The variants that keep more live state spill at the table's OCC: indirect CSR
     /// (sources) keeps OCC <= 5, 64-bit offsets or counts OCC <= 4, the one-shot's column checks
-    /// OCC <= 8 (kernels_compile checks every variant).
+    /// OCC <= 8, and <= 7 for a binary SpMV that gathers per thread over empty rows (64
+    /// registers and a 4-byte spill at 8 in f32's 128x13 tiles; kernels_compile checks every
+    /// variant).
     pub fn tuning(&self, table: &Tuning) -> Tuning {
         let narrow = !self.wide_offsets && !self.wide_count;
         let mut t = *table;
@@ -80,7 +82,9 @@ impl SegReduceSpec {
             t.occ = t.occ.min(5);
         }
         if self.check_cols {
-            t.occ = t.occ.min(8);
+            let per_thread_empty =
+                self.items == SegItems::SpmvBinary && self.empty && !self.strided;
+            t.occ = t.occ.min(if per_thread_empty { 7 } else { 8 });
         }
         t
     }
