@@ -181,9 +181,10 @@ impl Prelude {
     pub fn load(&mut self, load: &Load) -> &mut Prelude {
         self.define("MGPU_LOAD_PLAIN", load.is_plain() as u32)
             .define("MGPU_COUNTING", load.counting.is_some() as u32);
-        self.declare(load.in_declaration);
+        let input = &load.input;
+        self.declare(input.declaration);
         self.source
-            .push_str(&typedef(load.in_type, "In", load.in_size, load.in_align));
+            .push_str(&typedef(input.cuda_type, "In", input.size, input.align));
         let identity = Expr::new("x", "");
         self.functor(
             "MapIn",
@@ -296,31 +297,14 @@ impl Expr {
 /// How a reduce, scan or transform kernel reads its input and turns it into `T`s: `In`s in
 /// memory, mapped as they are loaded (plain: `In` is `T`, unmapped), or a counting sequence
 /// generated from its start value. Part of a module's cache key.
-#[allow(clippy::derived_hash_with_manual_eq)] // the equality is the derived one, by `same_text`
-#[derive(Clone, Debug, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Load {
-    in_type: &'static str,
-    in_declaration: &'static str,
-    in_size: usize,
-    in_align: usize,
+    /// `In`, the element type in memory.
+    input: ElementDesc,
     /// The map's CUDA expression over `x`.
     map: Option<Expr>,
-    /// The counting sequence's CUDA expression over `start` and `i`.
+    /// The counting sequence's CUDA expression over `start` and `i` (never empty).
     counting: Option<String>,
-}
-
-impl PartialEq for Load {
-    fn eq(&self, other: &Self) -> bool {
-        same_text(self.in_type, other.in_type)
-            && same_text(self.in_declaration, other.in_declaration)
-            && self.in_size == other.in_size
-            && self.in_align == other.in_align
-            && self.map == other.map
-            && match (&self.counting, &other.counting) {
-                (Some(a), Some(b)) => same_text(a, b),
-                (a, b) => a.is_none() && b.is_none(),
-            }
-    }
 }
 
 impl Load {
@@ -332,10 +316,7 @@ impl Load {
     /// Elements of `element` in memory, read as they are.
     pub fn plain_desc(element: &ElementDesc) -> Load {
         Load {
-            in_type: element.cuda_type,
-            in_declaration: element.declaration,
-            in_size: element.size,
-            in_align: element.align,
+            input: *element,
             map: None,
             counting: None,
         }
