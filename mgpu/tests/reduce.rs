@@ -142,3 +142,44 @@ fn reduce_past_2_pow_31_on_gpu() {
     assert_eq!(ctx.reduce(&input, &Op::maximum()).unwrap(), 250);
     let _ = Context::cpu();
 }
+
+/// Reduces back to back on one stream with grids of every size and look-back scans between them:
+/// the last CTA waits for this launch's partials only (status slots tagged with its epoch), never
+/// for a stale one of a larger grid before it. Each result is checked, and repeated.
+#[test]
+fn reduces_back_to_back_with_scans_between() {
+    use rand::Rng;
+    let mut r = rng();
+    for ctx in backends() {
+        let big = random_vec::<u32>(&mut r, 3 << 20);
+        let input = ctx.upload(&big).unwrap();
+        let mut scanned = ctx.zeros::<u32>(big.len()).unwrap();
+        for round in 0..24 {
+            let n = match round % 3 {
+                0 => big.len() - r.random_range(0..1000),
+                1 => r.random_range(1..100_000),
+                _ => r.random_range(100_000..big.len()),
+            };
+            let expect = big[..n].iter().fold(0u32, |a, &b| a.wrapping_add(b));
+            for _ in 0..2 {
+                let got = ctx.reduce(&input.slice(..n), &Op::plus()).unwrap();
+                assert_eq!(got, expect, "{ctx:?} round {round} n={n}");
+            }
+            if round % 4 == 1 {
+                ctx.scan(
+                    &input,
+                    &mut scanned,
+                    &Op::plus(),
+                    mgpu::ScanOptions::inclusive(),
+                )
+                .unwrap();
+            }
+        }
+        let total = big.iter().fold(0u32, |a, &b| a.wrapping_add(b));
+        assert_eq!(
+            scanned.to_vec().unwrap().last(),
+            Some(&total),
+            "{ctx:?} scan"
+        );
+    }
+}

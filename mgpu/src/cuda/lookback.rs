@@ -128,22 +128,33 @@ fn with_lookback(
     Ok(())
 }
 
-/// Runs a kernel of `grid` CTAs that each leave `record` bytes in the stream's value records and
-/// draw one ticket from its counter, so that the last CTA to draw knows every record is written
-/// (a one-launch reduce): `launch` queues it, given the counter, the first ticket and the
-/// records. No status slots: the launch's epoch is unused.
-pub(crate) fn with_tickets(
+/// Runs a kernel of `grid` CTAs that each publish one value of `bytes` bytes in a status slot of
+/// their own, tagged with the launch's epoch, so that one CTA can wait for every other's (a
+/// one-launch reduce): `launch` queues it, given the tile status. No tickets are drawn.
+pub(crate) fn with_status(
     gpu: &Gpu,
     grid: u64,
-    record: usize,
-    launch: impl FnOnce(CUdeviceptr, u64, CUdeviceptr) -> Result<()>,
+    bytes: usize,
+    launch: impl FnOnce(TileStatusArgs) -> Result<()>,
 ) -> Result<()> {
+    let (slots, record) = Published::Value(bytes).layout();
     let mut scratch = gpu.lookback.lock().unwrap_or_else(|e| e.into_inner());
-    scratch.prepare(gpu, 0, grid as usize * record)?;
-    launch(scratch.ptr, scratch.tickets, scratch.values())?;
-    scratch.tickets += grid;
-    Ok(())
+    scratch.prepare(gpu, grid as usize * slots, grid as usize * record)?;
+    launch(TileStatusArgs {
+        slots: scratch.slots(),
+        values: scratch.values(),
+        epoch: scratch.epoch,
+        _pad: 0,
+    })
 }
+
+/// No tile status: for a kernel compiled with one that does not use it.
+pub(crate) const NO_STATUS: TileStatusArgs = TileStatusArgs {
+    slots: 0,
+    values: 0,
+    epoch: 0,
+    _pad: 0,
+};
 
 /// What each tile of a look-back kernel publishes.
 #[derive(Clone, Copy, Debug)]
@@ -253,8 +264,8 @@ mod tests {
     use super::MAX_EPOCH;
     use crate::{Context, Op, ScanOptions};
 
-    /// After 2^30 - 1 launches the epochs start over on cleared status words; scans on both sides
-    /// of the wrap stay exact. (Needs a GPU; MGPU_REQUIRE_GPU=1 makes a missing one a failure.)
+    /// After 2^30 - 1 launches the epochs start over on cleared status words; scans and reduces on
+    /// both sides of the wrap stay exact. (Needs a GPU; MGPU_REQUIRE_GPU=1 makes a missing one a failure.)
     #[test]
     fn epochs_wrap_around() {
         let ctx = match Context::cuda() {
@@ -280,12 +291,16 @@ mod tests {
             ctx.scan(&input, &mut out, &Op::plus(), ScanOptions::inclusive())
                 .unwrap();
             assert!(out.to_vec().unwrap() == expect, "run {run}");
+            // The reduce's partials travel in the same status slots, under the same epochs.
+            let sum = ctx.reduce(&input, &Op::plus()).unwrap();
+            assert_eq!(sum, *expect.last().unwrap(), "run {run}: reduce");
             let mut scratch = gpu.lookback.lock().unwrap();
             epochs.push(scratch.epoch);
             if run == 0 {
-                scratch.epoch = MAX_EPOCH - 2;
+                scratch.epoch = MAX_EPOCH - 1;
             }
         }
-        assert_eq!(epochs, [1, MAX_EPOCH - 1, MAX_EPOCH, 1, 2, 3]);
+        // Run 1's scan takes the last epoch, and its reduce the first of a cleared allocation.
+        assert_eq!(epochs, [2, 1, 3, 5, 7, 9]);
     }
 }

@@ -4,7 +4,8 @@
 
 use super::family::{Instance, KernelFamily, Part, TableTuning};
 use super::jit::{headers, ElementDesc, Expr, Load, Prelude};
-use super::{lookback, ByValue, Gpu};
+use super::lookback::{self, TileStatusArgs};
+use super::{ByValue, Gpu};
 use crate::error::Result;
 use crate::tuning::{Family, Tuning};
 use crate::{Arithmetic, Element, Op};
@@ -57,9 +58,7 @@ impl KernelFamily for Reduce {
     type Spec = OpSpec;
     const NAME: &'static str = "reduce";
     const FILES: &'static [&'static str] = &[
-        headers::INTRINSICS,
-        headers::LOADSTORE,
-        headers::CTA_REDUCE,
+        headers::LOOKBACK_TILES,
         include_str!("kernels/kernel_reduce.cu"),
     ];
     const PARTS: &'static [Part] = &[Part {
@@ -67,6 +66,7 @@ impl KernelFamily for Reduce {
         kernels: &["mgpu_reduce"],
     }];
     fn prelude(spec: &OpSpec, p: &mut Prelude) {
+        lookback::prelude(p, spec.element.size);
         spec.prelude(p);
     }
     fn tuning(spec: &OpSpec) -> Tuning {
@@ -124,10 +124,10 @@ pub fn upsweep_tuning(scan: Tuning, reduce: &Tuning) -> Tuning {
 
 crate::kernel_args! {
     // SAFETY: mgpu_reduce(Input in, u64 count, u64 tiles_per_cta, T* out, T identity,
-    // T* partials, u64* tickets, u64 first_ticket, int streaming).
+    // TileStatusOf<T> status, int streaming).
     ReduceArgs<T> = "mgpu_reduce" {
         input: u64, count: u64, tiles_per_cta: u64, out: CUdeviceptr, identity: ByValue<T>,
-        partials: CUdeviceptr, tickets: CUdeviceptr, first_ticket: u64, streaming: i32,
+        status: TileStatusArgs, streaming: i32,
     }
 }
 
@@ -149,7 +149,7 @@ fn streaming<T>(gpu: &Gpu, count: u64) -> i32 {
 
 /// Reduces the `count` elements of the input `input` (loaded as `load` says) into the element at
 /// `out` (device memory), in one launch: a grid of at most four CTAs per resident slot, whose
-/// last CTA reduces the others' partials (kept in the stream's look-back records).
+/// last CTA reduces the others' partials (published in the stream's look-back status).
 pub(crate) fn reduce<T: Element>(
     gpu: &Arc<Gpu>,
     input: u64,
@@ -169,23 +169,21 @@ pub(crate) fn reduce<T: Element>(
     // 2^23 15-25% slower).
     let ranges = if streaming != 0 { 4 } else { 1 };
     let (grid, tiles_per_cta) = split(num_tiles, (gpu.sm_count * resident * ranges) as u64);
-    let args = |partials, tickets, first_ticket| ReduceArgs {
+    let args = |status| ReduceArgs {
         input,
         count,
         tiles_per_cta,
         out,
         identity: ByValue(op.identity()),
-        partials,
-        tickets,
-        first_ticket,
+        status,
         streaming,
     };
     if grid == 1 {
-        return gpu.launch(&module, 1, tuning.nt, &args(0, 0, 0));
+        return gpu.launch(&module, 1, tuning.nt, &args(lookback::NO_STATUS));
     }
-    let record = std::mem::size_of::<T>();
-    lookback::with_tickets(gpu, grid as u64, record, |tickets, first, partials| {
-        gpu.launch(&module, grid, tuning.nt, &args(partials, tickets, first))
+    let bytes = std::mem::size_of::<T>();
+    lookback::with_status(gpu, grid as u64, bytes, |status| {
+        gpu.launch(&module, grid, tuning.nt, &args(status))
     })
 }
 
@@ -210,9 +208,7 @@ pub(crate) fn upsweep<T: Element>(
         tiles_per_cta,
         out: partials,
         identity: ByValue(op.identity()),
-        partials: 0,
-        tickets: 0,
-        first_ticket: 0,
+        status: lookback::NO_STATUS,
         streaming: streaming::<T>(gpu, count),
     };
     gpu.launch(&module, grid, tuning.nt, &args)

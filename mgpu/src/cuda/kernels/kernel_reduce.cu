@@ -1,6 +1,6 @@
 // kernel_reduce.cu: device-wide reduce in one launch. CTA c reduces a contiguous range of tiles
 // (contiguous, so that non-commutative operators see their operands in order) into one partial;
-// the last CTA to finish, found by an atomic ticket, reduces the partials in CTA order. A second
+// the grid's last CTA waits for the others' partials and reduces them in CTA order. A second
 // launch over the partials cost a launch and an allocation per call: most of the time of a reduce
 // of under 2^22 items. The input may be mapped or counting (`Input`, loadstore.cuh): the map is
 // applied in registers, as each value is loaded.
@@ -12,17 +12,19 @@ struct ReduceStorage {
   };
 };
 
-// The CTA's total goes to `out[blockIdx.x]` when `tickets` is null (one CTA, or reduce-then-scan's
-// upsweep, which wants every partial); else to `partials[blockIdx.x]`, and the last CTA to draw a
-// ticket (from `first_ticket` on) writes the reduction of all of them to `out[0]`. `streaming`:
-// the input is larger than L2, read with evict-first loads; smaller inputs are read with ordinary
-// loads, which leave them in L2 for the next kernel (a reduce of 2^23 i32 read with evict-first
-// loads ran at 0.61x CUB).
+// The CTA's total goes to `out[blockIdx.x]` when `status` has no slots (one CTA, or
+// reduce-then-scan's upsweep, which wants every partial). Else each CTA but the last publishes
+// it in its status slot, tagged with the launch's epoch (lookback.cuh: one relaxed store for up to
+// 12 bytes, no fence, no ticket), and the last CTA folds them, waiting for each tag, with its own
+// total last, and writes the result to `out[0]`. (A ticket drawn after a fence put three round
+// trips after the last range: fence, ticket, partials; now the last store and one poll.) Nothing
+// waits on the last CTA, so it may spin whatever the grid. `streaming`: the input is larger than
+// L2, read with evict-first loads; smaller inputs are read with ordinary loads, which leave them
+// in L2 for the next kernel (a reduce of 2^23 i32 read with evict-first loads ran at 0.61x CUB).
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
-    mgpu_reduce(Input in, u64 count, u64 tiles_per_cta, T* out, T identity, T* partials,
-                u64* tickets, u64 first_ticket, int streaming) {
+    mgpu_reduce(Input in, u64 count, u64 tiles_per_cta, T* out, T identity,
+                TileStatusOf<T> status, int streaming) {
   __shared__ ReduceStorage storage;
-  __shared__ int last_cta;
   Op op;
   int tid = threadIdx.x;
   u64 num_tiles = (count + MGPU_NV - 1) / MGPU_NV;
@@ -92,24 +94,44 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     total = op(total, cta_reduce(acc, op, storage.reduce));
   }
 #endif
-  if (!tickets) {
+  if (!status.slots) {
     if (tid == 0) out[blockIdx.x] = total;
     return;
   }
-  if (tid == 0) {
-    partials[blockIdx.x] = total;
-    // The partial is visible device-wide before the ticket that may let another CTA read it.
-    __threadfence();
-    last_cta = atomicAdd(tickets, 1ull) - first_ticket == gridDim.x - 1;
+  const unsigned last = gridDim.x - 1;
+  if (blockIdx.x != last) {
+    if (tid == 0) status.publish(blockIdx.x, MGPU_STATUS_A, total);
+    return;
   }
-  __syncthreads();
-  if (!last_cta) return;
-  __threadfence();
-  // Thread t folds a contiguous run of partials, so that the CTA order is kept.
+  // Thread t folds a contiguous run of partials, so that the CTA order is kept; a batch's loads
+  // are all in flight before the first is waited on.
+  constexpr int BATCH = sizeof(T) <= 8 ? 8 : 2;
   unsigned per = (gridDim.x + MGPU_NT - 1) / MGPU_NT;
   unsigned begin = min(tid * per, gridDim.x), end = min(begin + per, gridDim.x);
   T folded = identity;
-  for (unsigned c = begin; c < end; ++c) folded = op(folded, load_l2(partials + c));
+  for (unsigned c0 = begin; c0 < end; c0 += BATCH) {
+    T v[BATCH];
+    unsigned s[BATCH];
+#pragma unroll
+    for (int k = 0; k < BATCH; ++k) {
+      const unsigned c = c0 + k;
+      s[k] = MGPU_STATUS_A;
+      v[k] = total;  // the last CTA's own
+      if (c < end && c != last) status.load(c, s[k], v[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < BATCH; ++k) {
+      const unsigned c = c0 + k;
+      if (c >= end) break;
+      while (s[k] == MGPU_STATUS_X) {
+#if MGPU_BACKOFF > 0
+        __nanosleep(MGPU_BACKOFF);
+#endif
+        status.load(c, s[k], v[k]);
+      }
+      folded = op(folded, v[k]);
+    }
+  }
   total = cta_reduce(folded, op, storage.reduce);
   if (tid == 0) out[0] = total;
 }
