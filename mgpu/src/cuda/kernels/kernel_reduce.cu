@@ -18,9 +18,10 @@ struct ReduceStorage {
 // 12 bytes, no fence, no ticket), and the last CTA folds them, waiting for each tag, with its own
 // total last, and writes the result to `out[0]`. (A ticket drawn after a fence put three round
 // trips after the last range: fence, ticket, partials; now the last store and one poll.) Nothing
-// waits on the last CTA, so it may spin whatever the grid. `streaming`: the input is larger than
-// L2, read with evict-first loads; smaller inputs are read with ordinary loads, which leave them
-// in L2 for the next kernel (a reduce of 2^23 i32 read with evict-first loads ran at 0.61x CUB).
+// waits on the last CTA, so it may spin whatever the grid. `streaming`: the input is well past L2
+// (reduce.rs), read with evict-first loads; smaller inputs are read with ordinary loads, which
+// leave them in L2 for the next kernel (a reduce of 2^23 i32 read with evict-first loads ran at
+// 0.61x CUB).
 extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     mgpu_reduce(Input in, u64 count, u64 tiles_per_cta, T* out, T identity,
                 TileStatusOf<T> status, int streaming) {
