@@ -144,7 +144,7 @@ pub(crate) fn split(num_tiles: u64, max_ctas: u64) -> (u32, u64) {
 /// Whether the kernel reads `count` elements of `T` with evict-first loads: only inputs over
 /// 1.5 times L2, which would not stay there anyway. One just past L2, read with ordinary loads by
 /// one wave, leaves most of itself in L2 for the next kernel that reads it (H200, 2^24 i32 and f32
-/// at 1.07 times L2, three rounds: 0.8-1 us faster a call; 2^25 at 2.1 times: no gain).
+/// at 1.07 times L2, three rounds: 0.9-1.3 us faster a call; 2^25 at 2.1 times: no gain).
 fn streaming<T>(gpu: &Gpu, count: u64) -> i32 {
     let bytes = count.saturating_mul(std::mem::size_of::<T>() as u64);
     (bytes > gpu.l2_bytes + gpu.l2_bytes / 2) as i32
