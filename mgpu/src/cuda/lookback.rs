@@ -265,7 +265,8 @@ mod tests {
     use crate::{Context, Op, ScanOptions};
 
     /// After 2^30 - 1 launches the epochs start over on cleared status words; scans and reduces on
-    /// both sides of the wrap stay exact. (Needs a GPU; MGPU_REQUIRE_GPU=1 makes a missing one a failure.)
+    /// both sides of the wrap stay exact. (Needs a GPU; MGPU_REQUIRE_GPU=1 makes a missing one a
+    /// failure.)
     #[test]
     fn epochs_wrap_around() {
         let ctx = match Context::cuda() {

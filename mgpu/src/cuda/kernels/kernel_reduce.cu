@@ -15,10 +15,10 @@ struct ReduceStorage {
 // The CTA's total goes to `out[blockIdx.x]` when `status` has no slots (one CTA, or
 // reduce-then-scan's upsweep, which wants every partial). Else each CTA but the last publishes
 // it in its status slot, tagged with the launch's epoch (lookback.cuh: one relaxed store for up to
-// 12 bytes, no fence, no ticket), and the last CTA folds them, waiting for each tag, with its own
-// total last, and writes the result to `out[0]`. (A ticket drawn after a fence put three round
-// trips after the last range: fence, ticket, partials; now the last store and one poll.) Nothing
-// waits on the last CTA, so it may spin whatever the grid. `streaming`: the input is well past L2
+// 12 bytes), and the last CTA folds them, waiting for each tag, with its own total last, and
+// writes the result to `out[0]`: after the last range, one store and one poll, where a fence and
+// a ticket before reading the partials were three round trips. Nothing waits on the last CTA, so
+// it may spin whatever the grid. `streaming`: the input is well past L2
 // (reduce.rs), read with evict-first loads; smaller inputs are read with ordinary loads, which
 // leave them in L2 for the next kernel (a reduce of 2^23 i32 read with evict-first loads ran at
 // 0.61x CUB).
