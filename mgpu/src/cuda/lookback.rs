@@ -71,6 +71,16 @@ impl LookbackScratch {
         self.slots() + align256(self.slot_capacity * STATUS_SLOT) as u64
     }
 
+    /// The tile status of the launch being prepared (its slots, records and epoch).
+    fn status(&self) -> TileStatusArgs {
+        TileStatusArgs {
+            slots: self.slots(),
+            values: self.values(),
+            epoch: self.epoch,
+            _pad: 0,
+        }
+    }
+
     /// Room for `slots` status slots and `values` bytes of value records, and a fresh epoch.
     /// Grows (to a new, cleared allocation) when needed.
     fn prepare(&mut self, gpu: &Gpu, slots: usize, values: usize) -> Result<()> {
@@ -116,12 +126,7 @@ fn with_lookback(
 ) -> Result<()> {
     let mut scratch = gpu.lookback.lock().unwrap_or_else(|e| e.into_inner());
     scratch.prepare(gpu, num_tiles as usize * slots, num_tiles as usize * record)?;
-    let status = TileStatusArgs {
-        slots: scratch.slots(),
-        values: scratch.values(),
-        epoch: scratch.epoch,
-        _pad: 0,
-    };
+    let status = scratch.status();
     launch(scratch.ptr, scratch.tickets, status)?;
     // Each CTA draws one ticket per tile it takes and one that ends its loop.
     scratch.tickets += num_tiles + grid;
@@ -140,12 +145,7 @@ pub(crate) fn with_status(
     let (slots, record) = Published::Value(bytes).layout();
     let mut scratch = gpu.lookback.lock().unwrap_or_else(|e| e.into_inner());
     scratch.prepare(gpu, grid as usize * slots, grid as usize * record)?;
-    launch(TileStatusArgs {
-        slots: scratch.slots(),
-        values: scratch.values(),
-        epoch: scratch.epoch,
-        _pad: 0,
-    })
+    launch(scratch.status())
 }
 
 /// No tile status: for a kernel compiled with one that does not use it.
