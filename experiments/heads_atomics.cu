@@ -27,7 +27,8 @@ constexpr int VT = 23, NT = 128, NV = NT * VT;
 constexpr int RUN = 4, BLOCK = 256;
 
 // PACK 0: the checks alone; 1: and an atomicOr per distinct word of a lane's run; 2: an atomicOr
-// per start.
+// per start; 3: plain stores by each word's first lane (a scan keyed by word over the warp).
+// ROUNDS x VECS: the 16-byte loads of a thread, VECS in flight at once.
 template <int PACK, int ROUNDS = 2, int VECS = 4>
 __global__ void __launch_bounds__(BLOCK) checks(const unsigned* offsets, uint64_t num_segments,
                                                 unsigned count, unsigned long long* bad,
