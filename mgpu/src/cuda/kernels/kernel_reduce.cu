@@ -124,12 +124,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     for (int k = 0; k < BATCH; ++k) {
       const unsigned c = c0 + k;
       if (c >= end) break;
-      while (s[k] == MGPU_STATUS_X) {
-#if MGPU_BACKOFF > 0
-        __nanosleep(MGPU_BACKOFF);
-#endif
-        status.load(c, s[k], v[k]);
-      }
+      status.settle(c, s[k], v[k]);
       folded = op(folded, v[k]);
     }
   }

@@ -98,6 +98,17 @@ struct TileStatusOf {
       if (status != MGPU_STATUS_X) value_ = load_l2(value(tile, status));
     }
   }
+
+  // Reloads a tile's status (first `load`ed, so that several loads can be in flight) until the
+  // tile has published.
+  __device__ __forceinline__ void settle(i64 tile, unsigned& status, V& value_) const {
+    while (status == MGPU_STATUS_X) {
+#if MGPU_BACKOFF > 0
+      __nanosleep(MGPU_BACKOFF);
+#endif
+      load(tile, status, value_);
+    }
+  }
 };
 
 // Run by one whole warp after the tile's aggregate is known. Publishes A (or P for tile 0), walks back
@@ -166,12 +177,7 @@ __device__ __forceinline__ V thread_lookback(const TileStatusOf<V, SLOT>& ts, i6
   {
     unsigned status;
     ts.load(tile - 1, status, prefix);
-    while (status == MGPU_STATUS_X) {
-#if MGPU_BACKOFF > 0
-      __nanosleep(MGPU_BACKOFF);
-#endif
-      ts.load(tile - 1, status, prefix);
-    }
+    ts.settle(tile - 1, status, prefix);
     if (status == MGPU_STATUS_P) {
       ts.publish(tile, MGPU_STATUS_P, op(prefix, aggregate));
       return prefix;
@@ -190,12 +196,7 @@ __device__ __forceinline__ V thread_lookback(const TileStatusOf<V, SLOT>& ts, i6
 #pragma unroll
     for (int k = 0; k < MGPU_LOOKBACK_WINDOW; ++k) {
       if (found) break;
-      while (status[k] == MGPU_STATUS_X) {
-#if MGPU_BACKOFF > 0
-        __nanosleep(MGPU_BACKOFF);
-#endif
-        ts.load(end - 1 - k, status[k], value[k]);
-      }
+      ts.settle(end - 1 - k, status[k], value[k]);
       prefix = op(value[k], prefix);
       found = status[k] == MGPU_STATUS_P;
     }
