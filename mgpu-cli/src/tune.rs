@@ -80,6 +80,9 @@ enum Rows {
     Exact(&'static str),
     /// The rows of this variant's parameters (`unique`: `unique/run10`, not `unique-by-key/...`).
     Under(&'static str),
+    /// The segmented reduction's rows whose segments are long on average, or not
+    /// (`mgpu::cuda::segreduce::long_segments`).
+    Segments { long: bool },
 }
 
 impl Target {
@@ -88,7 +91,19 @@ impl Target {
             Rows::All => true,
             Rows::Exact(v) => v == variant,
             Rows::Under(v) => variant.strip_prefix(v).is_some_and(|p| p.starts_with('/')),
+            Rows::Segments { .. } => variant.starts_with("segreduce/"),
         }
+    }
+
+    /// Whether a measured row counts (`counts`, and for `Rows::Segments` its mean length).
+    fn counts_row(&self, r: &Measured) -> bool {
+        let long =
+            |segments: f64| mgpu::cuda::segreduce::long_segments(r.items as u64, segments as u64);
+        self.counts(&r.variant)
+            && match self.rows {
+                Rows::Segments { long: want } => r.segments.is_some_and(|s| long(s) == want),
+                _ => true,
+            }
     }
 }
 
@@ -184,7 +199,20 @@ fn targets(primitive: &str, s: usize) -> Vec<Target> {
             ),
         ],
         "reduce-by-key" => vec![t(Family::ReduceByKey, 2 * s, Rows::All, COMPACT_VT)],
-        "segreduce" => vec![t(Family::SegReduce, s, Rows::All, COMPACT_VT)],
+        "segreduce" => vec![
+            t(
+                Family::SegReduce,
+                s,
+                Rows::Segments { long: false },
+                COMPACT_VT,
+            ),
+            t(
+                Family::SegReduceLong,
+                s,
+                Rows::Segments { long: true },
+                COMPACT_VT,
+            ),
+        ],
         "spmv" => vec![t(Family::Spmv, s, Rows::All, COMPACT_VT)],
         "unique" => vec![
             t(Family::Compact, s, Rows::Under("unique"), COMPACT_VT),
@@ -313,6 +341,8 @@ impl Checker<'_> {
 struct Measured {
     variant: String,
     items: f64,
+    /// The segmented reduction's segments (SpMV's rows).
+    segments: Option<f64>,
     ms: f64,
     tuning: String,
 }
@@ -355,6 +385,7 @@ fn measure(
             Some(Measured {
                 variant: r.get("variant")?.as_str()?.to_string(),
                 items: r.get("items")?.as_f64()?,
+                segments: r.get("segments").and_then(|s| s.as_f64()),
                 ms: r.get("mgpu_ms")?.as_f64()?,
                 tuning: r.get("tuning")?.as_str()?.to_string(),
             })
@@ -366,7 +397,7 @@ fn measure(
 fn score(target: &Target, rows: &[Measured]) -> Option<f64> {
     let (items, ms) = rows
         .iter()
-        .filter(|r| target.counts(&r.variant))
+        .filter(|r| target.counts_row(r))
         .fold((0.0, 0.0), |(i, m), r| (i + r.items, m + r.ms));
     (ms > 0.0).then(|| items / ms / 1e6)
 }
@@ -588,7 +619,7 @@ fn sweep(
         let base = score(target, &baseline);
         let base_label = baseline
             .iter()
-            .find(|r| target.counts(&r.variant))
+            .find(|r| target.counts_row(r))
             .map_or("-".to_string(), |r| r.tuning.clone());
         let best = results[k]
             .iter()
@@ -790,6 +821,30 @@ mod tests {
         assert!(rle[1].counts("non-trivial-runs/run2") && !rle[1].counts("rle/run2"));
         assert!(rle[0].counts("rle/run2") && !rle[0].counts("non-trivial-runs/run2"));
         assert!(rle[1].vts.iter().all(|&vt| vt <= 23));
+    }
+
+    #[test]
+    fn segment_lengths_are_tuned_by_their_own_rows() {
+        let seg = targets("segreduce", 4);
+        let row = |items: f64, segments: f64| Measured {
+            variant: "segreduce/x/apply".into(),
+            items,
+            segments: Some(segments),
+            ms: 1.0,
+            tuning: String::new(),
+        };
+        let (short, long) = (&seg[0], &seg[1]);
+        assert_eq!(
+            (short.family, long.family),
+            (Family::SegReduce, Family::SegReduceLong)
+        );
+        assert!(short.counts_row(&row(1000.0, 500.0)) && !long.counts_row(&row(1000.0, 500.0)));
+        assert!(long.counts_row(&row(1000.0, 250.0)) && !short.counts_row(&row(1000.0, 250.0)));
+        let spmv = Measured {
+            variant: "spmv/random-32".into(),
+            ..row(1000.0, 250.0)
+        };
+        assert!(!long.counts_row(&spmv));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::compact::core::check_runs;
 use crate::compact::job::Place;
 use crate::compact::Count;
 use crate::context::Context;
-use crate::cuda::segreduce::SegItems;
+use crate::cuda::segreduce::{long_segments, SegItems};
 use crate::error::{Error, Result};
 use crate::segreduce::args::{Prepared, Segments};
 use crate::segreduce::{seg_tuning, Planned};
@@ -305,7 +305,8 @@ impl Context {
             )?
             .expect("a host count") as usize;
         drop(positions);
-        let tuning = seg_tuning::<T, O>(self, SegItems::Values, false)?;
+        let long = long_segments(n as u64, runs as u64);
+        let tuning = seg_tuning::<T, O>(self, SegItems::Values, false, long)?;
         let segs = Segments {
             offsets: starts.slice(..runs),
             sources: None,

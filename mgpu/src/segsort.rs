@@ -263,7 +263,7 @@ impl Context {
         if segs.offsets.is_empty() && count > 0 {
             return Err(validate::no_segments(name, count));
         }
-        let check_tuning = seg_tuning::<u32, O>(self, SegItems::Values, false)?;
+        let check_tuning = seg_tuning::<u32, O>(self, SegItems::Values, false, false)?;
         let bounds = Bounds {
             data_len: count,
             cols: None,

@@ -342,7 +342,7 @@ impl Context {
             return Err(validate::no_segments(call, count));
         }
         check_positions(call, count)?;
-        let check_tuning = seg_tuning::<u32, O>(self, SegItems::Values, false)?;
+        let check_tuning = seg_tuning::<u32, O>(self, SegItems::Values, false, false)?;
         let bounds = Bounds {
             data_len: count,
             cols: None,

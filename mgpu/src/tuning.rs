@@ -24,7 +24,8 @@
 //!
 //! The first line names the format and its version; files without it are read as version 1, and
 //! other versions are rejected. Families: `reduce`, `scan`, `sort_keys`, `sort_pairs`, `merge`,
-//! `compact`, `reduce_by_key`, `segreduce`, `spmv`, `radix_keys`, `radix_pairs`, `radix_segments`,
+//! `compact`, `compact_pairs`, `non_trivial_runs`, `reduce_by_key`, `segreduce`,
+//! `segreduce_long`, `spmv`, `radix_keys`, `radix_pairs`, `radix_segments`,
 //! `radix_segment_pairs`; `arch` is `major * 10 + minor` (90 for sm_90);
 //! `size_class` is 2, 4, 8 or 16 bytes per tile element ([`size_class`]). An entry overrides the
 //! table for its architecture and newer ones, like the table's own entries.
@@ -142,6 +143,10 @@ pub enum Family {
     ReduceByKey,
     /// Segmented reduction over CSR segments (size class: the value's size).
     SegReduce,
+    /// Segmented reduction over direct CSR segments of at least [`LONG_SEGMENTS`](crate::cuda::segreduce::LONG_SEGMENTS) positions on
+    /// average (size class: the value's size); where it has no entry, `SegReduce`'s. Such tiles
+    /// read few offsets, and larger ones keep more bytes in flight.
+    SegReduceLong,
     /// CSR sparse matrix * vector (size class: the value's size): the segmented reduction's tiles,
     /// whose items are gathers from the vector.
     Spmv,
@@ -172,6 +177,7 @@ impl Family {
             Family::NonTrivialRuns => "non_trivial_runs",
             Family::ReduceByKey => "reduce_by_key",
             Family::SegReduce => "segreduce",
+            Family::SegReduceLong => "segreduce_long",
             Family::Spmv => "spmv",
             Family::RadixKeys => "radix_keys",
             Family::RadixPairs => "radix_pairs",
@@ -185,6 +191,7 @@ impl Family {
         match self {
             Family::Merge => Some(Family::SortKeys),
             Family::CompactPairs | Family::NonTrivialRuns => Some(Family::Compact),
+            Family::SegReduceLong => Some(Family::SegReduce),
             _ => None,
         }
     }
@@ -210,6 +217,7 @@ impl Family {
             "non_trivial_runs" => Some(Family::NonTrivialRuns),
             "reduce_by_key" => Some(Family::ReduceByKey),
             "segreduce" => Some(Family::SegReduce),
+            "segreduce_long" => Some(Family::SegReduceLong),
             "spmv" => Some(Family::Spmv),
             "radix_keys" => Some(Family::RadixKeys),
             "radix_pairs" => Some(Family::RadixPairs),
@@ -521,6 +529,13 @@ const TABLE: &[Entry] = &[
     // The one-shots at 2^24 (2026-11-29, H200, two rounds in turns): 64x23x16, 128x15x13 and
     //   128x31x8 within the rounds' spread of 128x23x9 on every distribution (BENCHMARKS.md).
     e(Family::SegReduce, 90, 4, 128, 23, 9),
+    // Segments of 4 positions or more on average (2026-11-29, H200, `mgpu bench segreduce
+    //   --sizes 24..28 --no-peer` with MGPU_TUNING, 128x23x9 against 128x31x8 in turns, one-shot
+    //   ms at 2^28): the power law 0.4557 -> 0.4279, fixed-20 0.3094 -> 0.2931, one segment
+    //   0.2980 -> 0.2796, uniform-500 0.2739 -> 0.2645, 2-6% at 2^26, within 1-5% at 2^24; the
+    //   applies 0-4% faster. Shorter segments, whose tiles mark many offsets, ran slower at
+    //   128x31x8 (uniform-2 +2% at 2^28, +4-8% at 2^24..2^26) and keep `SegReduce`'s tiles.
+    e(Family::SegReduceLong, 90, 4, 128, 31, 8),
     e(Family::SegReduce, 90, 8, 128, 15, 6),
     // SpMV, sm_90, H100 SXM, 2026-11-23, `mgpu bench spmv --sizes 26 --types f32 --no-peer` with
     //   MGPU_TUNING, apply ms for random rows | power-law | 2-D | 3-D stencil (cuSPARSE in an
@@ -1159,6 +1174,7 @@ mod tests {
             Family::NonTrivialRuns,
             Family::ReduceByKey,
             Family::SegReduce,
+            Family::SegReduceLong,
             Family::Spmv,
             Family::RadixKeys,
             Family::RadixPairs,

@@ -306,14 +306,20 @@ fn user_types_and_mapped_inputs_compile_without_spills() {
         "affine values",
     ));
     // Segmented reduction of a user type, direct and indirect.
-    for (indirect, empty) in [(false, false), (false, true), (true, false)] {
+    for (indirect, empty, long) in [
+        (false, false, false),
+        (false, false, true),
+        (false, true, false),
+        (false, true, true),
+        (true, false, false),
+    ] {
         let variant = SegReduceSpec {
             indirect,
             empty,
             ..SegReduceSpec::helpers(false)
         };
-        let t =
-            seg::table_tuning::<Affine, u32>(&table_for(ARCH), SegItems::Values, indirect).unwrap();
+        let table = table_for(ARCH);
+        let t = seg::table_tuning::<Affine, u32>(&table, SegItems::Values, indirect, long).unwrap();
         let spec = SegModule::new(variant, &Load::plain::<Affine>(), &affine_op(), None, &t);
         instances.push(Instance::of::<SegReduce>(
             &spec,

@@ -607,8 +607,8 @@ pub(crate) fn tuning_label(variant: &str, ty: &str, log2: u32) -> String {
         let kind = SegItems::SpmvBinary;
         let table = mgpu::cuda::family::table_for(arch);
         let t = match ty {
-            "f64" => table_tuning::<f64, u32>(&table, kind, false),
-            _ => table_tuning::<f32, u32>(&table, kind, false),
+            "f64" => table_tuning::<f64, u32>(&table, kind, false, false),
+            _ => table_tuning::<f32, u32>(&table, kind, false, false),
         };
         let spec = SegReduceSpec {
             items: kind,
@@ -651,6 +651,20 @@ pub(crate) fn tuning_label(variant: &str, ty: &str, log2: u32) -> String {
         t = mgpu::cuda::radix::pass_tuning(&t, SMS.get().copied().unwrap_or(132), n);
     }
     label(&t)
+}
+
+/// `NTxVTxOCC` of a segmented reduction of `items` values of `ty` in `segments` segments (the
+/// table's tiles for their mean length), or `-`.
+pub(crate) fn segreduce_tuning_label(ty: &str, items: usize, segments: usize) -> String {
+    use mgpu::cuda::segreduce::{long_segments, table_tuning, SegItems};
+    let table = mgpu::cuda::family::table_for(ARCH.get().copied().unwrap_or(90));
+    let long = long_segments(items as u64, segments as u64);
+    let t = match type_size(ty) {
+        Some(8) => table_tuning::<i64, u32>(&table, SegItems::Values, false, long),
+        Some(_) => table_tuning::<i32, u32>(&table, SegItems::Values, false, long),
+        None => return "-".into(),
+    };
+    t.map_or("-".into(), |t| label(&t))
 }
 
 /// A tuning as `NTxVTxOCC`.

@@ -407,7 +407,7 @@ fn print_line(l: &Line) {
         opt(peer_ratio, 7, 3),
         opt(l.extra_ms, 9, 4),
         opt(l.plan_ms, 9, 4),
-        tuning_label(&l.variant, &l.ty, l.log2),
+        l.tuning(),
     ));
 }
 
@@ -430,7 +430,15 @@ impl Line {
                 ("extra_ms", self.extra_ms),
                 ("plan_ms", self.plan_ms),
             ],
-            tuning: tuning_label(&self.variant, &self.ty, self.log2),
+            tuning: self.tuning(),
+        }
+    }
+
+    /// The row's `NTxVTxOCC`: a segmented reduction's by its segments' mean length.
+    fn tuning(&self) -> String {
+        match self.variant.starts_with("segreduce") {
+            true => harness::segreduce_tuning_label(&self.ty, self.items, self.segments),
+            false => tuning_label(&self.variant, &self.ty, self.log2),
         }
     }
 }

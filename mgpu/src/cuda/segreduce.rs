@@ -240,7 +240,7 @@ impl KernelFamily for SegReduce {
         // A plan's codes are for direct geometries without empty segments.
         kernel != "mgpu_segreduce_codes" || !(spec.variant.indirect || spec.variant.empty)
     }
-    const TUNING: &'static [Family] = &[Family::SegReduce, Family::Spmv];
+    const TUNING: &'static [Family] = &[Family::SegReduce, Family::SegReduceLong, Family::Spmv];
     fn instances(_arch: u32, table: TableTuning<'_>) -> Result<Vec<Instance>> {
         let mut out = Vec::new();
         instances_of::<i32, u32>(table, &Op::plus(), true, &mut out)?;
@@ -253,20 +253,31 @@ impl KernelFamily for SegReduce {
     }
 }
 
+/// Segments of at least this many positions on average take the `SegReduceLong` family's tiles
+/// (direct values only).
+pub const LONG_SEGMENTS: u64 = 4;
+
+/// Whether `num_segments` segments over `count` positions average [`LONG_SEGMENTS`] or more.
+pub fn long_segments(count: u64, num_segments: u64) -> bool {
+    count >= num_segments.saturating_mul(LONG_SEGMENTS)
+}
+
 /// The table's tuning of a segmented reduction of `T`s with offsets `O`: SpMV has a family of
-/// its own (its items are gathers, which want other tiles); VT at most 31 (a thread's heads are
-/// one 32-bit mask); the tile's shared memory (values and a segment index per position, plus
-/// columns for SpMV and sources for indirect CSR) within the static limit. The variant then
-/// adjusts it ([`SegReduceSpec::tuning`]).
+/// its own (its items are gathers, which want other tiles), and so have direct values in `long`
+/// segments ([`long_segments`]); VT at most 31 (a thread's heads are one 32-bit mask); the
+/// tile's shared memory (values and a segment index per position, plus columns for SpMV and
+/// sources for indirect CSR) within the static limit. The variant then adjusts it
+/// ([`SegReduceSpec::tuning`]).
 pub fn table_tuning<T: Element, O: Element>(
     table: TableTuning<'_>,
     items: SegItems,
     indirect: bool,
+    long: bool,
 ) -> Result<Tuning> {
-    let family = if items == SegItems::Values {
-        Family::SegReduce
-    } else {
-        Family::Spmv
+    let family = match items {
+        SegItems::Values if long && !indirect => Family::SegReduceLong,
+        SegItems::Values => Family::SegReduce,
+        _ => Family::Spmv,
     };
     let mut t = table(family, std::mem::size_of::<T>())?;
     let o = std::mem::size_of::<O>();
@@ -327,7 +338,16 @@ fn instances_of<T: Arithmetic, O: Element>(
                     .filter(move |&&check| !(check && c))
                     .map(move |&check| (w, e, c, check))
             });
-            for (wide_count, empty, codes, check_cols) in variants {
+            // Direct values also run the long segments' tiles, where those differ.
+            let short = table_tuning::<T, O>(table, items, indirect, false)?;
+            let long = table_tuning::<T, O>(table, items, indirect, true)?;
+            let lengths: &[bool] = if long != short {
+                &[false, true]
+            } else {
+                &[false]
+            };
+            let variants = variants.flat_map(|v| lengths.iter().map(move |&l| (v, l)));
+            for ((wide_count, empty, codes, check_cols), long) in variants {
                 for &strided in strides {
                     let variant = SegReduceSpec {
                         items,
@@ -339,15 +359,16 @@ fn instances_of<T: Arithmetic, O: Element>(
                         strided,
                         check_cols,
                     };
-                    let t = table_tuning::<T, O>(table, items, indirect)?;
+                    let t = table_tuning::<T, O>(table, items, indirect, long)?;
                     let mul = (items == SegItems::SpmvBinary).then_some(&times);
                     let spec = SegModule::new(variant, &Load::plain::<T>(), op, mul, &t);
-                    let family = if items == SegItems::Values {
-                        Family::SegReduce
-                    } else {
-                        Family::Spmv
+                    let family = match items {
+                        SegItems::Values if long => Family::SegReduceLong,
+                        SegItems::Values => Family::SegReduce,
+                        _ => Family::Spmv,
                     };
-                    let primary = !indirect
+                    let primary = !long
+                        && !indirect
                         && !wide_count
                         && !empty
                         && !codes

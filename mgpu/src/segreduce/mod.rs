@@ -40,7 +40,7 @@ pub(crate) use plan::{check_plan_context, Planned};
 
 use crate::buffer::{input, output, View, ViewMut};
 use crate::context::{Backend, Context};
-use crate::cuda::segreduce::SegItems;
+use crate::cuda::segreduce::{long_segments, SegItems};
 use crate::error::{Error, LengthRule, Result};
 use crate::source::Source;
 use crate::tuning::{self, Tuning};
@@ -107,13 +107,16 @@ impl<'a, O: Offset> Csr<'a, O> {
 }
 
 /// The table's tuning of a segmented reduction of `T`s with offsets `O` on the context's
-/// architecture (the family's rule: `cuda::segreduce::table_tuning`).
+/// architecture, for segments `long` on average or not (the family's rule:
+/// `cuda::segreduce::table_tuning`).
 pub(crate) fn seg_tuning<T: Element, O: Offset>(
     ctx: &Context,
     kind: SegItems,
     indirect: bool,
+    long: bool,
 ) -> Result<Tuning> {
-    crate::cuda::segreduce::table_tuning::<T, O>(&tuning::table(ctx.arch()), kind, indirect)
+    let table = tuning::table(ctx.arch());
+    crate::cuda::segreduce::table_tuning::<T, O>(&table, kind, indirect, long)
 }
 
 /// Who vouches for a segmented reduction's geometry (offsets, sources, columns).
@@ -173,7 +176,10 @@ impl Context {
         }
         let tuning = match plan {
             Some((_, t)) => *t,
-            None => seg_tuning::<T, O>(self, items.kind(), segs.sources.is_some())?,
+            None => {
+                let long = long_segments(segs.count as u64, num_segments as u64);
+                seg_tuning::<T, O>(self, items.kind(), segs.sources.is_some(), long)?
+            }
         };
         // A one-shot on the GPU queues its validation before the reduction, whose kernels honour
         // it, and reads it back at the end: one wait for the GPU, not two. Where empty segments

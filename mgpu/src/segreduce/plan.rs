@@ -5,7 +5,7 @@ use super::args::{ItemSource, Prepared, Segments};
 use super::{seg_tuning, Checked, Csr, Offset};
 use crate::buffer::{output, View};
 use crate::context::{Backend, Context};
-use crate::cuda::segreduce::SegItems;
+use crate::cuda::segreduce::{long_segments, SegItems};
 use crate::error::{Error, LengthRule, Result};
 use crate::source::Source;
 use crate::tuning::Tuning;
@@ -102,7 +102,8 @@ impl Context {
         } else {
             SegItems::Values
         };
-        let tuning = seg_tuning::<T, O>(self, kind, false)?;
+        let long = long_segments(count as u64, segs.offsets.len() as u64);
+        let tuning = seg_tuning::<T, O>(self, kind, false, long)?;
         let (cols, x_len) = match spmv {
             Some((cols, x_len)) => (Some(cols), x_len),
             None => (None, 0),

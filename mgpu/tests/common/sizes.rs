@@ -82,13 +82,31 @@ pub fn tile(ctx: &Context, family: mgpu::tuning::Family, size: usize) -> usize {
 }
 
 /// The segmented-reduction tile (positions per tile) the library uses for `T`s with offsets `O`
-/// (sm_90's table on the CPU).
-pub fn seg_tile<T: Element, O: Offset>(ctx: &Context, kind: SegItems, indirect: bool) -> usize {
+/// in segments `long` on average or not (sm_90's table on the CPU).
+pub fn seg_tile<T: Element, O: Offset>(
+    ctx: &Context,
+    kind: SegItems,
+    indirect: bool,
+    long: bool,
+) -> usize {
     mgpu::cuda::segreduce::table_tuning::<T, O>(
         &mgpu::tuning::table(Some(ctx.arch().unwrap_or(90))),
         kind,
         indirect,
+        long,
     )
     .unwrap()
     .nv()
+}
+
+/// The tiles a segmented reduction of `T`s over direct values may take: short segments' then
+/// long ones' (one tile where they are the same).
+pub fn seg_tiles<T: Element, O: Offset>(ctx: &Context) -> Vec<usize> {
+    let short = seg_tile::<T, O>(ctx, SegItems::Values, false, false);
+    let long = seg_tile::<T, O>(ctx, SegItems::Values, false, true);
+    if short == long {
+        vec![short]
+    } else {
+        vec![short, long]
+    }
 }

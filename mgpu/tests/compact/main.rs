@@ -19,7 +19,6 @@ mod views;
 
 use case::*;
 use common::*;
-use mgpu::cuda::segreduce::SegItems;
 use mgpu::tuning::Family;
 use mgpu::{
     Arithmetic, Context, Count, Element, Equality, Error, Op, Predicate, ReduceByKeyAlgorithm,

@@ -69,14 +69,11 @@ fn check_rbk_algorithm<V: TestElement>(
 fn reduce_by_key_algorithms_agree() {
     let mut r = rng();
     for ctx in backends() {
-        let tiles = [
-            run_tile(&ctx, 8),
-            run_tile(&ctx, 12),
-            seg_tile::<i64, u32>(&ctx, SegItems::Values, false),
-            seg_tile::<f32, u32>(&ctx, SegItems::Values, false),
-        ];
+        let mut tiles = vec![run_tile(&ctx, 8), run_tile(&ctx, 12)];
+        tiles.extend(seg_tiles::<i64, u32>(&ctx));
+        tiles.extend(seg_tiles::<f32, u32>(&ctx));
         let mut sizes = vec![0, 1, 2];
-        for t in tiles {
+        for &t in &tiles {
             sizes.extend([t - 1, t, t + 1, 2 * t + 1]);
         }
         sizes.push(100_003);
@@ -269,11 +266,11 @@ fn reduce_by_key_preprocessed_errors_write_nothing() {
 fn reduce_by_key_preprocessed_on_views() {
     let mut r = rng();
     for ctx in backends() {
-        let tiles = [
-            compact_tile(&ctx, 12),
-            seg_tile::<i64, u32>(&ctx, SegItems::Values, false),
-        ];
-        for n in [5, tiles[0] + 3, 3 * tiles[1] + 1] {
+        let mut tiles = vec![compact_tile(&ctx, 12)];
+        tiles.extend(seg_tiles::<i64, u32>(&ctx));
+        let mut sizes = vec![5, tiles[0] + 3];
+        sizes.extend(tiles[1..].iter().map(|t| 3 * t + 1));
+        for n in sizes {
             let keys = run_keys::<i32>(&mut r, n + 3, Runs::Mean(4), &tiles);
             let values = random_vec::<i64>(&mut r, n + 1);
             let (rk, rv) = reduce_runs(&keys[3..], &values[1..], i32::same_run, i64::wrapping_add);

@@ -90,11 +90,12 @@ fn distributions<T: TestElement, O: TestOffset>(
 ) {
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<T, O>(&ctx, SegItems::Values, false);
-        for n in test_sizes(&ctx, &mut r, nv) {
+        let nvs = seg_tiles::<T, O>(&ctx);
+        for n in test_sizes(&ctx, &mut r, &nvs) {
             let values: Vec<T> = (0..n).map(|_| gen(&mut r)).collect();
             let vbuf = ctx.upload(&values).unwrap();
             for &dist in dists {
+                let nv = dist_tile(dist, &nvs);
                 let what = format!(
                     "{ctx:?} {}/{} {} n={n} nv={nv} {dist:?}",
                     T::CUDA_TYPE,
@@ -221,7 +222,7 @@ fn distributions_many_tiles() {
     // Segments of 3 to 20 tiles, at sizes of several tens of tiles.
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<i32, u32>(&ctx, SegItems::Values, false);
+        let nv = dist_tile(Dist::ManyTiles, &seg_tiles::<i32, u32>(&ctx));
         let sizes = if ctx.is_gpu() {
             vec![60 * nv + 7, 3 << 20]
         } else {
@@ -287,12 +288,16 @@ fn carries_at_tile_counts<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut StdRng) 
         if !ctx.is_gpu() {
             continue; // the CPU backend has no tiles
         }
-        let nv = seg_tile::<T, u32>(&ctx, SegItems::Values, false);
-        for tiles in [2048, 4096, 8192] {
+        let nvs = seg_tiles::<T, u32>(&ctx);
+        for (tiles, dist) in [2048, 4096, 8192]
+            .into_iter()
+            .flat_map(|t| [Dist::ShortAndLong, Dist::One, Dist::HalfEmpty].map(|d| (t, d)))
+        {
+            let nv = dist_tile(dist, &nvs);
             for n in [tiles * nv, tiles * nv + 1] {
                 let values: Vec<T> = (0..n).map(|_| gen(&mut r)).collect();
                 let vbuf = ctx.upload(&values).unwrap();
-                for dist in [Dist::ShortAndLong, Dist::One, Dist::HalfEmpty] {
+                {
                     let what = format!("{} {} n={n} nv={nv} {dist:?}", T::CUDA_TYPE, op.name());
                     let lengths = gen_lengths(&mut r, n, dist, nv);
                     let (offsets, _) = offsets_of(&lengths);
@@ -317,8 +322,12 @@ fn carries_at_tile_counts<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut StdRng) 
 fn one_shot_short_segments_then_a_bad_offset() {
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<i32, u32>(&ctx, SegItems::Values, false);
-        let mut sizes = vec![1, 2, 127, 129, 1025, nv - 1, nv, nv + 1, 7 * nv + 3];
+        let nvs = seg_tiles::<i32, u32>(&ctx);
+        let mut sizes = vec![1, 2, 127, 129, 1025];
+        for &nv in &nvs {
+            sizes.extend([nv - 1, nv, nv + 1, 7 * nv + 3]);
+        }
+        let nv = *nvs.last().unwrap(); // (mean lengths of 5: long segments' tiles)
         if ctx.is_gpu() {
             sizes.extend([(1 << 22) + 5, (1 << 24) + 3]);
         }
@@ -404,15 +413,20 @@ fn one_shot_fixed_lengths_and_near_misses() {
 fn fixed_lengths_and_near_misses<O: TestOffset>() {
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<i32, O>(&ctx, SegItems::Values, false);
-        let mut sizes = vec![1, 2, 3, nv - 1, nv, nv + 1, 7 * nv + 3];
+        let nvs = seg_tiles::<i32, O>(&ctx);
+        let mut sizes = vec![1, 2, 3];
+        let mut strides = vec![1, 2, 3, 23, 64, 100];
+        for &nv in &nvs {
+            sizes.extend([nv - 1, nv, nv + 1, 7 * nv + 3]);
+            strides.extend([nv - 1, nv, nv + 1, 3 * nv + 5]);
+        }
         if ctx.is_gpu() {
             sizes.extend([(1 << 20) + 7, (1 << 24) + 3]);
         }
         for n in sizes {
             let values: Vec<i32> = random_vec(&mut r, n);
             let vbuf = ctx.upload(&values).unwrap();
-            for stride in [1, 2, 3, 23, 64, 100, nv - 1, nv, nv + 1, 3 * nv + 5] {
+            for &stride in &strides {
                 if stride > n || (n > 1 << 22 && stride > 3) {
                     continue;
                 }
@@ -489,7 +503,7 @@ fn fixed_lengths_and_near_misses<O: TestOffset>() {
 fn one_shots_in_turn_start_from_clean_findings() {
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<Affine, u32>(&ctx, SegItems::Values, false);
+        let nv = dist_tile(Dist::ManyTiles, &seg_tiles::<Affine, u32>(&ctx));
         let n = if ctx.is_gpu() {
             40 * nv + 11
         } else {
@@ -552,7 +566,7 @@ fn one_shots_in_turn_start_from_clean_findings() {
 fn one_shots_from_threads_on_one_stream() {
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<i64, u32>(&ctx, SegItems::Values, false);
+        let nv = dist_tile(Dist::ManyTiles, &seg_tiles::<i64, u32>(&ctx));
         let calls = if ctx.is_gpu() { 60 } else { 3 };
         let seeds: Vec<u64> = (0..4).map(|_| r.random()).collect();
         std::thread::scope(|s| {

@@ -6,8 +6,8 @@ use super::*;
 fn indirect_suite<T: TestElement, O: TestOffset>(op: &Op<T>, dists: &[Dist]) {
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<T, O>(&ctx, SegItems::Values, true);
-        for n in test_sizes(&ctx, &mut r, nv) {
+        let nv = seg_tile::<T, O>(&ctx, SegItems::Values, true, false);
+        for n in test_sizes(&ctx, &mut r, &[nv]) {
             let values: Vec<T> = random_vec(&mut r, n);
             let vbuf = ctx.upload(&values).unwrap();
             for &dist in dists {
@@ -131,7 +131,7 @@ fn indirect_shared_windows() {
 fn indirect_counts_apart_from_the_values() {
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<i64, u32>(&ctx, SegItems::Values, true);
+        let nv = seg_tile::<i64, u32>(&ctx, SegItems::Values, true, false);
         for n in [1, 7, nv - 1, nv + 3, 3 * nv + 5] {
             let values: Vec<i64> = random_vec(&mut r, n);
             let vbuf = ctx.upload(&values).unwrap();

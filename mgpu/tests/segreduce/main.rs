@@ -47,11 +47,22 @@ fn to_o<O: TestOffset>(v: &[u64]) -> Vec<O> {
     v.iter().map(|&x| O::from_u64(x)).collect()
 }
 
-/// 0, 1, 2, 31, 100; k*nv - 1, k*nv, k*nv + 1 for k = 1..=3; two random sizes of a few tiles;
-/// MULTI_TILE and a random size of 2M to 3M on the GPU, a moderate random size on the CPU.
-fn test_sizes(ctx: &Context, r: &mut StdRng, nv: usize) -> Vec<usize> {
+/// 0, 1, 2, 31, 100; k*nv - 1, k*nv, k*nv + 1 for k = 1..=3 and each tile `nvs`; two random
+/// sizes of a few tiles; MULTI_TILE and a random size of 2M to 3M on the GPU, a moderate random
+/// size on the CPU.
+fn test_sizes(ctx: &Context, r: &mut StdRng, nvs: &[usize]) -> Vec<usize> {
     let (gpu, cpu) = (2 << 20..3 << 20, 25_000..35_000);
-    tile_sizes(ctx, r, &[0, 1, 2, 31, 100], &[nv], gpu, cpu)
+    tile_sizes(ctx, r, &[0, 1, 2, 31, 100], nvs, gpu, cpu)
+}
+
+/// The tile that segments of `dist` take of `nvs` (from `seg_tiles`): the first for segments
+/// short on average, the last for long ones.
+fn dist_tile(dist: Dist, nvs: &[usize]) -> usize {
+    match dist {
+        Dist::Fixed(l) if (l as u64) < mgpu::cuda::segreduce::LONG_SEGMENTS => nvs[0],
+        Dist::ShortAndLong => nvs[0],
+        _ => *nvs.last().unwrap(),
+    }
 }
 
 /// Segment start offsets of segments of `lengths`, and the number of positions.

@@ -8,15 +8,20 @@ use super::*;
 /// the offsets) and without (the apply reads the plan's packed heads): tile edges, last tiles
 /// that end on a thread's boundary or inside a thread's items, segments of length 1 and 2.
 fn plans_for<T: TestElement, O: TestOffset>(ctx: &Context, r: &mut StdRng, ops: [&Op<T>; 2]) {
-    let tuning = mgpu::cuda::segreduce::table_tuning::<T, O>(
-        &mgpu::tuning::table(Some(ctx.arch().unwrap_or(90))),
-        SegItems::Values,
-        false,
-    )
-    .unwrap();
-    let (nv, vt) = (tuning.nv(), tuning.vt as usize);
-    let mut ns = vec![0, 1, 2, nv - 1, nv, nv + 1, 2 * nv, 3 * nv + 1];
-    ns.extend([nv + 5 * vt, nv + 5 * vt + 1, nv + 5 * vt - 1]);
+    let table = mgpu::tuning::table(Some(ctx.arch().unwrap_or(90)));
+    let mut ns = vec![0, 1, 2];
+    let mut nvs = Vec::new();
+    for long in [false, true] {
+        let tuning =
+            mgpu::cuda::segreduce::table_tuning::<T, O>(&table, SegItems::Values, false, long)
+                .unwrap();
+        let (nv, vt) = (tuning.nv(), tuning.vt as usize);
+        ns.extend([nv - 1, nv, nv + 1, 2 * nv, 3 * nv + 1]);
+        ns.extend([nv + 5 * vt, nv + 5 * vt + 1, nv + 5 * vt - 1]);
+        nvs.push(nv);
+    }
+    ns.sort();
+    ns.dedup();
     ns.push(if ctx.is_gpu() { MULTI_TILE } else { 20_011 });
     for n in ns {
         for dist in [
@@ -36,7 +41,7 @@ fn plans_for<T: TestElement, O: TestOffset>(ctx: &Context, r: &mut StdRng, ops: 
                 T::CUDA_TYPE,
                 O::CUDA_TYPE
             );
-            let lengths = gen_lengths(r, n, dist, nv);
+            let lengths = gen_lengths(r, n, dist, dist_tile(dist, &nvs));
             let (offsets, _) = offsets_of(&lengths);
             let k = offsets.len();
             let obuf = ctx.upload(&to_o::<O>(&offsets)).unwrap();

@@ -22,8 +22,8 @@ fn direct<T: TestElement, O: TestOffset>(
 fn mapped_and_counting_sources() {
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<i32, u32>(&ctx, SegItems::Values, false);
-        for n in test_sizes(&ctx, &mut r, nv) {
+        let nvs = seg_tiles::<i32, u32>(&ctx);
+        for n in test_sizes(&ctx, &mut r, &nvs) {
             for dist in [
                 Dist::Uniform(500),
                 Dist::PowerLaw,
@@ -31,6 +31,7 @@ fn mapped_and_counting_sources() {
                 Dist::One,
             ] {
                 let what = format!("{ctx:?} n={n} {dist:?}");
+                let nv = dist_tile(dist, &nvs);
                 let lengths = gen_lengths(&mut r, n, dist, nv);
                 let (offsets, _) = offsets_of(&lengths);
                 let o32 = ctx.upload(&to_o::<u32>(&offsets)).unwrap();

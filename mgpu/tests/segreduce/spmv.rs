@@ -250,8 +250,8 @@ fn check_spmv<T: TestElement, O: TestOffset>(
 fn spmv_suite<T: TestElement + Arithmetic, O: TestOffset>(gen: impl Fn(&mut StdRng) -> T) {
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<T, O>(&ctx, SegItems::SpmvBinary, false);
-        for nnz in test_sizes(&ctx, &mut r, nv) {
+        let nv = seg_tile::<T, O>(&ctx, SegItems::SpmvBinary, false, false);
+        for nnz in test_sizes(&ctx, &mut r, &[nv]) {
             for dist in [
                 Dist::Uniform(8),
                 Dist::HalfEmpty,
@@ -312,7 +312,7 @@ fn spmv_random_f64_u64_offsets() {
 /// output `slice_mut(5..)` of a poisoned buffer. Rows average 40 nonzeros, so 4-byte values
 /// gather lane-strided too.
 fn spmv_views_for<T: TestElement + Arithmetic, O: TestOffset>(ctx: &Context, r: &mut StdRng) {
-    let nv = seg_tile::<T, O>(ctx, SegItems::SpmvBinary, false);
+    let nv = seg_tile::<T, O>(ctx, SegItems::SpmvBinary, false, false);
     let (mul, add) = (Op::multiplies(), Op::plus());
     for nnz in [
         1,
@@ -463,7 +463,7 @@ fn spmv_laplacian() {
 fn spmv_max_plus_and_integers() {
     let mut r = rng();
     for ctx in backends() {
-        let nv = seg_tile::<f64, u32>(&ctx, SegItems::SpmvBinary, false);
+        let nv = seg_tile::<f64, u32>(&ctx, SegItems::SpmvBinary, false, false);
         for nnz in [
             0,
             1,

@@ -7,11 +7,15 @@ use super::*;
 /// `slice(1..1 + k)` with offsets around that would break the geometry if read; the output
 /// `slice_mut(5..5 + k)` of a poisoned buffer whose poison around it must survive.
 fn views_for<T: TestElement, O: TestOffset>(ctx: &Context, r: &mut StdRng, op: &Op<T>) {
-    let nv = seg_tile::<T, O>(ctx, SegItems::Values, false);
-    let mut ns = vec![0, 1, 2, nv - 1, nv, nv + 1, 2 * nv + 3];
+    let nvs = seg_tiles::<T, O>(ctx);
+    let mut ns = vec![0, 1, 2];
+    for &nv in &nvs {
+        ns.extend([nv - 1, nv, nv + 1, 2 * nv + 3]);
+    }
     ns.push(if ctx.is_gpu() { MULTI_TILE } else { 10_007 });
     for n in ns {
         for dist in [Dist::Uniform(20), Dist::HalfEmpty, Dist::TileEdges] {
+            let nv = dist_tile(dist, &nvs);
             let what = format!(
                 "{ctx:?} views {}/{} n={n} {dist:?}",
                 T::CUDA_TYPE,
@@ -109,7 +113,7 @@ fn views_at_unaligned_offsets() {
 /// buffer, for every shift of a 16-byte run, the junk around them breaking the geometry if read:
 /// the checked one-shot, the unchecked one and a plan, against the reference.
 fn short_segments_from_offsets_views<O: TestOffset>(ctx: &Context, r: &mut StdRng) {
-    let nv = seg_tile::<i32, O>(ctx, SegItems::Values, false);
+    let nv = dist_tile(Dist::Fixed(2), &seg_tiles::<i32, O>(ctx));
     let n = if ctx.is_gpu() {
         7 * nv + 13
     } else {
