@@ -743,19 +743,32 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #else
   unsigned short* end_at = storage.end_at;
 #endif
-  for (unsigned e = ends; e; e &= e - 1, ++k) {
-    int i = __ffs(e) - 1;
-    int p = first + i;
+  if (ends) {
+    // The first end (the tile's lead where k is 0 and the tile starts inside a segment).
+    int i = __ffs(ends) - 1;
     T result = mine[i];
-    if (e == ends && !(heads & ((2u << i) - 1))) result = Op()(thread_prefix.value, result);
+    if (!(heads & ((2u << i) - 1))) result = Op()(thread_prefix.value, result);
     if (k == 0 && !head0) {
       leads[tile] = result;
     } else if (staged) {
       mine[i] = result;
+      end_at[k] = first + i;
+    } else {
+#if MGPU_WIDE_MARKS
+      dest[storage.heads[first + i + 1] - 1] = result;
+#endif
+    }
+    ++k;
+  }
+  // The others are final in their slots: only their positions move (a tile of short segments
+  // has a dozen ends a thread).
+  for (unsigned e = ends & (ends - 1); e; e &= e - 1, ++k) {
+    int p = first + __ffs(e) - 1;
+    if (staged) {
       end_at[k] = p;
     } else {
 #if MGPU_WIDE_MARKS
-      dest[storage.heads[p + 1] - 1] = result;
+      dest[storage.heads[p + 1] - 1] = mine[p - first];
 #endif
     }
   }
