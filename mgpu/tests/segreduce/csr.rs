@@ -297,18 +297,16 @@ fn carries_at_tile_counts<T: TestElement>(op: &Op<T>, gen: impl Fn(&mut StdRng) 
             for n in [tiles * nv, tiles * nv + 1] {
                 let values: Vec<T> = (0..n).map(|_| gen(&mut r)).collect();
                 let vbuf = ctx.upload(&values).unwrap();
-                {
-                    let what = format!("{} {} n={n} nv={nv} {dist:?}", T::CUDA_TYPE, op.name());
-                    let lengths = gen_lengths(&mut r, n, dist, nv);
-                    let (offsets, _) = offsets_of(&lengths);
-                    let expect = reference(&offsets, n, None, |m| values[m], op);
-                    let obuf = ctx.upload(&to_o::<u32>(&offsets)).unwrap();
-                    let csr = Csr::new(&obuf).with_empty(lengths.contains(&0));
-                    let mut out = poisoned::<T>(&ctx, offsets.len());
-                    ctx.segreduce_csr(&vbuf, csr, &mut out, op)
-                        .unwrap_or_else(|e| panic!("{what}: {e}"));
-                    check(&out.to_vec().unwrap(), &expect, &what);
-                }
+                let what = format!("{} {} n={n} nv={nv} {dist:?}", T::CUDA_TYPE, op.name());
+                let lengths = gen_lengths(&mut r, n, dist, nv);
+                let (offsets, _) = offsets_of(&lengths);
+                let expect = reference(&offsets, n, None, |m| values[m], op);
+                let obuf = ctx.upload(&to_o::<u32>(&offsets)).unwrap();
+                let csr = Csr::new(&obuf).with_empty(lengths.contains(&0));
+                let mut out = poisoned::<T>(&ctx, offsets.len());
+                ctx.segreduce_csr(&vbuf, csr, &mut out, op)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                check(&out.to_vec().unwrap(), &expect, &what);
             }
         }
     }
