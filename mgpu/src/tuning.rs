@@ -143,9 +143,10 @@ pub enum Family {
     ReduceByKey,
     /// Segmented reduction over CSR segments (size class: the value's size).
     SegReduce,
-    /// Segmented reduction over direct CSR segments of at least [`LONG_SEGMENTS`](crate::cuda::segreduce::LONG_SEGMENTS) positions on
-    /// average (size class: the value's size); where it has no entry, `SegReduce`'s. Such tiles
-    /// read few offsets, and larger ones keep more bytes in flight.
+    /// Segmented reduction over direct CSR segments of at least
+    /// [`LONG_SEGMENTS`](crate::cuda::segreduce::LONG_SEGMENTS) positions on average (size
+    /// class: the value's size); where it has no entry, `SegReduce`'s. Such tiles read few
+    /// offsets, and larger ones keep more bytes in flight.
     SegReduceLong,
     /// CSR sparse matrix * vector (size class: the value's size): the segmented reduction's tiles,
     /// whose items are gathers from the vector.
