@@ -1099,7 +1099,9 @@ extern "C" __global__ void __launch_bounds__(256)
   const u64 num_checks = (num_segments + VALIDATE_TILE - 1) / VALIDATE_TILE;
   for (u64 tile = blockIdx.x - partition_ctas; tile < num_checks;
        tile += gridDim.x - partition_ctas) {
-    const u64 base = tile * VALIDATE_TILE;
+    // The last offsets first: the first ones, which the first tiles read again, are then the
+    // last read, and the last that L2 evicts.
+    const u64 base = (num_checks - 1 - tile) * VALIDATE_TILE;
     int first_bad = VALIDATE_TILE, first_empty = VALIDATE_TILE;
     W longest = 0;
     const bool whole = base > 0 && base + VALIDATE_TILE <= num_segments;
