@@ -1028,8 +1028,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT)
 // most for each finding, and none where a smaller index (or a longer segment) is already recorded.
 // A one-shot call's tile limits come from the same launch: its first `partition_ctas` CTAs are
 // mgpu_segreduce_partition's, so the limits cost no launch of their own. The others check a tile
-// each, then every (gridDim.x - partition_ctas)-th tile after it (the host launches at most a
-// wave of them).
+// each, then every (gridDim.x - partition_ctas)-th tile after it, counting from the last (the
+// host launches at most a wave of them).
 #define VALIDATE_ROUNDS 2
 #define VALIDATE_VECS 4
 #define VALIDATE_RUN (16 / (int)sizeof(O))
