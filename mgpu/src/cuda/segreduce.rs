@@ -262,6 +262,15 @@ pub fn long_segments(count: u64, num_segments: u64) -> bool {
     count >= num_segments.saturating_mul(LONG_SEGMENTS)
 }
 
+/// The tuning family of a segmented reduction's tiles ([`table_tuning`]'s rule).
+fn tuning_family(items: SegItems, indirect: bool, long: bool) -> Family {
+    match items {
+        SegItems::Values if long && !indirect => Family::SegReduceLong,
+        SegItems::Values => Family::SegReduce,
+        _ => Family::Spmv,
+    }
+}
+
 /// The table's tuning of a segmented reduction of `T`s with offsets `O`: SpMV has a family of
 /// its own (its items are gathers, which want other tiles), and so have direct values in `long`
 /// segments ([`long_segments`]); VT at most 31 (a thread's heads are one 32-bit mask); the
@@ -274,12 +283,10 @@ pub fn table_tuning<T: Element, O: Element>(
     indirect: bool,
     long: bool,
 ) -> Result<Tuning> {
-    let family = match items {
-        SegItems::Values if long && !indirect => Family::SegReduceLong,
-        SegItems::Values => Family::SegReduce,
-        _ => Family::Spmv,
-    };
-    let mut t = table(family, std::mem::size_of::<T>())?;
+    let mut t = table(
+        tuning_family(items, indirect, long),
+        std::mem::size_of::<T>(),
+    )?;
     let o = std::mem::size_of::<O>();
     let per_item = std::mem::size_of::<T>()
         + o
@@ -362,11 +369,7 @@ fn instances_of<T: Arithmetic, O: Element>(
                     let t = table_tuning::<T, O>(table, items, indirect, long)?;
                     let mul = (items == SegItems::SpmvBinary).then_some(&times);
                     let spec = SegModule::new(variant, &Load::plain::<T>(), op, mul, &t);
-                    let family = match items {
-                        SegItems::Values if long => Family::SegReduceLong,
-                        SegItems::Values => Family::SegReduce,
-                        _ => Family::Spmv,
-                    };
+                    let family = tuning_family(items, indirect, long);
                     let primary = !long
                         && !indirect
                         && !wide_count
