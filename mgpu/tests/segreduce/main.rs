@@ -150,6 +150,9 @@ enum Dist {
     HalfEmpty,
     /// Runs of thousands of empty segments at the front, the back and inside; others 1..=100.
     EmptyRuns,
+    /// Floods of 65,535 or more empty segments (more segments starting in one tile than its
+    /// 2-byte marks count) at the front, the middle and the back; others 1..=100.
+    EmptyFloods,
     /// Thousands of empty segments, then one covering everything (all offsets 0).
     LeadingEmpty,
     /// One segment covering everything, then thousands of empty ones (all offsets but the first
@@ -164,7 +167,7 @@ enum Dist {
     ShortAndLong,
 }
 
-const DISTS: [Dist; 17] = [
+const DISTS: [Dist; 18] = [
     Dist::Fixed(1),
     Dist::Fixed(2),
     Dist::Fixed(20),
@@ -178,6 +181,7 @@ const DISTS: [Dist; 17] = [
     Dist::One,
     Dist::HalfEmpty,
     Dist::EmptyRuns,
+    Dist::EmptyFloods,
     Dist::LeadingEmpty,
     Dist::TrailingEmpty,
     Dist::TileEdges,
@@ -239,6 +243,23 @@ fn gen_lengths(r: &mut StdRng, n: usize, dist: Dist, nv: usize) -> Vec<usize> {
             return v;
         }
         Dist::EmptyRuns => zeros(&mut v, r.random_range(1000..5000)),
+        Dist::EmptyFloods => {
+            let flood =
+                |v: &mut Vec<usize>, r: &mut StdRng| zeros(v, r.random_range(65_535..80_000));
+            flood(&mut v, r);
+            let mut middle = true;
+            while left > 0 {
+                if middle && left <= n / 2 {
+                    flood(&mut v, r);
+                    middle = false;
+                }
+                let len = r.random_range(1..=100).min(left);
+                v.push(len);
+                left -= len;
+            }
+            flood(&mut v, r);
+            return v;
+        }
         _ => {}
     }
     while left > 0 {
@@ -268,7 +289,9 @@ fn gen_lengths(r: &mut StdRng, n: usize, dist: Dist, nv: usize) -> Vec<usize> {
             Dist::ManyTiles => r.random_range(3 * nv..20 * nv),
             Dist::ShortAndLong if r.random_bool(0.0002) => r.random_range(2 * nv..5 * nv),
             Dist::ShortAndLong => r.random_range(1..=3),
-            Dist::LeadingEmpty | Dist::TrailingEmpty | Dist::TileEdges => unreachable!(),
+            Dist::LeadingEmpty | Dist::TrailingEmpty | Dist::TileEdges | Dist::EmptyFloods => {
+                unreachable!()
+            }
         }
         .min(left);
         v.push(len);

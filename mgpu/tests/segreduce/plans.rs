@@ -28,6 +28,7 @@ fn plans_for<T: TestElement, O: TestOffset>(ctx: &Context, r: &mut StdRng, ops: 
             Dist::HalfEmpty,
             Dist::PowerLaw,
             Dist::EmptyRuns,
+            Dist::EmptyFloods,
             Dist::LeadingEmpty,
             Dist::TrailingEmpty,
             Dist::Fixed(1),

@@ -60,17 +60,30 @@ typedef RunPlusOf<C, T, Op> SegPlus;
 
 // How a tile knows where segments start. Where they may be empty (or items are indirect), each
 // start position is marked in shared memory with the index of the first segment starting there
-// (a Mark), which gives the slot of the segment ending before it. Otherwise the k-th end's slot
-// follows from k, and the heads are bits, the seed's packed thread codes: bit i of word j says a
-// segment starts at the tile's position j * VT + i (word NT: at the next tile's first position;
-// the input's end has no bit: the tile ends a segment at its last item). A plan keeps them
-// (mgpu_segreduce_codes); a one-shot tile sets them from the offsets (mark_codes), or where its
-// checks found segments of one length, from that length (mark_progression). A thread reads one
-// word and the next.
+// (a Mark), which gives the slot of the segment ending before it. The segmented reduction's marks
+// are 2 bytes, the index less the tile's first segment (relative), so that its tiles take 6 bytes
+// a position for 4-byte values, not 8 (9 CTAs a SM instead of 7); a tile where more segments
+// start than they count (tens of thousands of empty ones) marks the positions alone, and its
+// ends search the offsets for their slots (first_segment_from). SpMV's tiles, a third the size,
+// keep the index whole: the 2-byte marks' reads cost their gathers a register (spills).
+// Otherwise the k-th end's slot follows from k, and the heads are bits, the seed's packed thread
+// codes: bit i of word j says a segment starts at the tile's position j * VT + i (word NT: at the
+// next tile's first position; the input's end has no bit: the tile ends a segment at its last
+// item). A plan keeps them (mgpu_segreduce_codes); a one-shot tile sets them from the offsets
+// (mark_codes), or where its checks found segments of one length, from that length
+// (mark_progression). A thread reads one word and the next.
 #define MGPU_WIDE_MARKS (MGPU_EMPTY || MGPU_INDIRECT)
 #if MGPU_WIDE_MARKS
+#if MGPU_SPMV
 typedef O Mark;
 #define MGPU_NO_MARK MGPU_NO_SEGMENT
+constexpr bool MGPU_RELATIVE_MARKS = false;
+#else
+typedef unsigned short Mark;
+#define MGPU_NO_MARK ((Mark)0xffff)
+constexpr bool MGPU_RELATIVE_MARKS = true;
+#endif
+static_assert(MGPU_NV < MGPU_NO_MARK, "a Mark holds a tile's positions too (end_at)");
 // The marks of a tile's positions and of the position after it, in whole 16-byte chunks.
 constexpr int MGPU_HEADS = MGPU_NV + 16 / (int)sizeof(Mark);
 #endif
@@ -144,6 +157,7 @@ struct SegReduceStorage {
   CtaScanStorageOf<SegPair> scan;
 #if MGPU_WIDE_MARKS
   int empties;  // an empty segment starts in the tile
+  int narrow;   // the marks hold segments (see Mark)
 #endif
 };
 
@@ -237,12 +251,17 @@ constexpr int MGPU_MARK_RUNS = 3;
 #if MGPU_WIDE_MARKS
 // Marks in `heads` where the segments [seg_begin, seg_end) start in the tile `at`, and position
 // at.n (see below); with empty segments, writes their identity and sets *empties; for indirect
-// items, the last segment starting at each position in `last_heads`.
+// items, the last segment starting at each position in `last_heads`. `narrow`: relative marks
+// fit (see Mark), else they are 0.
 __device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empties,
                                            const O* offsets, const O* limits, u64 seg_begin,
                                            u64 seg_end, u64 num_segments, u64 count,
-                                           const SegTile& at, T* dest, T identity, int tid) {
+                                           const SegTile& at, T* dest, T identity, bool narrow,
+                                           int tid) {
   u64 base = at.base;
+  auto mark = [&](u64 position, u64 k) {
+    heads[position] = !MGPU_RELATIVE_MARKS ? (Mark)k : narrow ? (Mark)(k - seg_begin) : 0;
+  };
   for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MGPU_MARK_BATCH * MGPU_NT) {
     O start[MGPU_MARK_BATCH], next[MGPU_MARK_BATCH];
 #if MGPU_EMPTY
@@ -271,7 +290,7 @@ __device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empt
         // The first segment starting here (the sentinel could equal a start: ~0, u32 offsets).
         if (k == seg_begin || prev[u] != start[u])
 #endif
-          heads[start[u] - base] = (Mark)k;
+          mark(start[u] - base, k);
 #if MGPU_INDIRECT
         if (next[u] != start[u]) last_heads[start[u] - base] = (O)k;
 #endif
@@ -283,11 +302,22 @@ __device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empt
   // `num_segments` when none starts at `count` (else the loop marked the first of those).
   if (tid == MGPU_NT - 1) {
     if (at.last) {
-      if ((u64)limits[at.num_tiles] == num_segments) heads[at.n] = (Mark)num_segments;
+      if ((u64)limits[at.num_tiles] == num_segments) mark(at.n, num_segments);
     } else if (seg_end < num_segments && (u64)offsets[seg_end] == base + at.n) {
-      heads[at.n] = (Mark)seg_end;
+      mark(at.n, seg_end);
     }
   }
+}
+
+// The first of the segments [lo, hi) that starts at or after `position` (hi where none does): the
+// segment starting at a marked position, in a tile whose marks are not narrow (see Mark).
+__device__ __forceinline__ u64 first_segment_from(const O* offsets, u64 lo, u64 hi, u64 position) {
+  while (lo < hi) {
+    const u64 mid = lo + (hi - lo) / 2;
+    if ((u64)offsets[mid] < position) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 #else
 // Sets in `codes` (the tile's NT + 1 words, cleared) the bits of the segments [seg_begin,
@@ -573,10 +603,14 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   staged = true;  // head0, end_last and the first segment are read after the scan
 #else
   clear_marks(storage.heads, MGPU_NO_MARK, tid);
+  const bool narrow = !MGPU_RELATIVE_MARKS || seg_end - seg_begin < MGPU_NO_MARK;
 #if MGPU_INDIRECT
   clear_marks(storage.last_heads, MGPU_NO_SEGMENT, tid);
 #endif
-  if (tid == 0) storage.empties = 0;
+  if (tid == 0) {
+    storage.empties = 0;
+    storage.narrow = narrow;
+  }
   __syncthreads();
   // Nothing read so far lies outside the tile: stop before the offsets, sources or columns.
   if (rejected) {
@@ -591,7 +625,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
              nullptr,
 #endif
              &storage.empties, offsets, limits, seg_begin, seg_end, num_segments, count, at,
-             dest, identity, tid);
+             dest, identity, narrow, tid);
   cp_async_wait_all();
   __syncthreads();
 
@@ -739,9 +773,16 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   // read once staged). Only the thread's first end can continue a segment from before the
   // thread (no head precedes it here): the threads before carry into it, the operand first.
 #if MGPU_WIDE_MARKS
-  O* end_at = storage.heads;
+  Mark* end_at = storage.heads;
 #else
   unsigned short* end_at = storage.end_at;
+#endif
+  [[maybe_unused]] bool lead = false;  // the thread's first end is the tile's lead
+#if MGPU_WIDE_MARKS
+  // (Read back here, not held in a register across the reduction.)
+  const bool narrow_marks = !MGPU_RELATIVE_MARKS || storage.narrow;
+  // The slot of the segment ending before a marked position, from its mark.
+  auto slot_before = [&](Mark m) { return MGPU_RELATIVE_MARKS ? slot0 - head0 + m : (u64)m - 1; };
 #endif
   if (ends) {
     // The first end (the tile's lead where k is 0 and the tile starts inside a segment).
@@ -750,12 +791,14 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     if (!(heads & ((2u << i) - 1))) result = Op()(thread_prefix.value, result);
     if (k == 0 && !head0) {
       leads[tile] = result;
+      lead = true;
     } else if (staged) {
       mine[i] = result;
       end_at[k] = first + i;
     } else {
 #if MGPU_WIDE_MARKS
-      dest[storage.heads[first + i + 1] - 1] = result;
+      if (narrow_marks) dest[slot_before(storage.heads[first + i + 1])] = result;
+      else mine[i] = result;  // stored below
 #endif
     }
     ++k;
@@ -768,10 +811,21 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
       end_at[k] = p;
     } else {
 #if MGPU_WIDE_MARKS
-      dest[storage.heads[p + 1] - 1] = mine[p - first];
+      if (narrow_marks) dest[slot_before(storage.heads[p + 1])] = mine[p - first];
 #endif
     }
   }
+#if MGPU_WIDE_MARKS
+  // Not narrow: each end's segment from the offsets, in a loop of its own (the rare search holds
+  // no registers in the loop above).
+  if (!narrow_marks) {
+    const u64 position = (u64)blockIdx.x * MGPU_NV + first + 1;  // after the thread's item 0
+    for (unsigned e = lead ? ends & (ends - 1) : ends; e; e &= e - 1) {
+      const int i = __ffs(e) - 1;
+      dest[first_segment_from(offsets, slot0 + !head0, num_segments, position + i) - 1] = mine[i];
+    }
+  }
+#endif
   if (tid == 0) {
     totals[tile] = tile_total;
     continued[tile] = !head0 && tile_ends > 0;
