@@ -822,6 +822,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
     const u64 position = (u64)blockIdx.x * MGPU_NV + first + 1;  // after the thread's item 0
     for (unsigned e = lead ? ends & (ends - 1) : ends; e; e &= e - 1) {
       const int i = __ffs(e) - 1;
+      // (slot0 + !head0: the tile's first segment.)
       dest[first_segment_from(offsets, slot0 + !head0, num_segments, position + i) - 1] = mine[i];
     }
   }
