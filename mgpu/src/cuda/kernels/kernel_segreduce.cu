@@ -64,8 +64,10 @@ typedef RunPlusOf<C, T, Op> SegPlus;
 // are 2 bytes, the index less the tile's first segment (relative), so that its tiles take 6 bytes
 // a position for 4-byte values, not 8 (9 CTAs a SM instead of 7); a tile where more segments
 // start than they count (tens of thousands of empty ones) marks the positions alone, and its
-// ends search the offsets for their slots (first_segment_from). SpMV's tiles, a third the size,
-// keep the index whole: the 2-byte marks' reads cost their gathers a register (spills).
+// ends search the offsets for their slots (first_segment_from). These tiles also set the marks'
+// bits in packed words, so that a thread reads its heads in one word, not VT marks. SpMV's tiles,
+// a third the size, keep the index whole, and no bits: 2-byte marks cost their gathers a
+// register (spills).
 // Otherwise the k-th end's slot follows from k, and the heads are bits, the seed's packed thread
 // codes: bit i of word j says a segment starts at the tile's position j * VT + i (word NT: at the
 // next tile's first position; the input's end has no bit: the tile ends a segment at its last
@@ -77,11 +79,11 @@ typedef RunPlusOf<C, T, Op> SegPlus;
 #if MGPU_SPMV
 typedef O Mark;
 #define MGPU_NO_MARK MGPU_NO_SEGMENT
-constexpr bool MGPU_RELATIVE_MARKS = false;
+#define MGPU_RELATIVE_MARKS 0
 #else
 typedef unsigned short Mark;
 #define MGPU_NO_MARK ((Mark)0xffff)
-constexpr bool MGPU_RELATIVE_MARKS = true;
+#define MGPU_RELATIVE_MARKS 1
 #endif
 static_assert(MGPU_NV < MGPU_NO_MARK, "a Mark holds a tile's positions too (end_at)");
 // The marks of a tile's positions and of the position after it, in whole 16-byte chunks.
@@ -139,6 +141,10 @@ struct SegReduceStorage {
   // are cleared 16 bytes a store). Once the tile is reduced, they hold the positions of the
   // staged results by rank.
   __align__(16) Mark heads[MGPU_HEADS];
+#if MGPU_RELATIVE_MARKS
+  // The same heads as bits, packed as the codes below: a thread reads its word, not VT marks.
+  unsigned codes[MGPU_NT + 1];
+#endif
 #else
   // The packed heads of the tile's threads and the word after them (see MGPU_WIDE_MARKS), from
   // a plan or set from the offsets; the tile's first segment.
@@ -252,15 +258,19 @@ constexpr int MGPU_MARK_RUNS = 3;
 // Marks in `heads` where the segments [seg_begin, seg_end) start in the tile `at`, and position
 // at.n (see below); with empty segments, writes their identity and sets *empties; for indirect
 // items, the last segment starting at each position in `last_heads`. `narrow`: relative marks
-// fit (see Mark), else they are 0.
-__device__ __forceinline__ void mark_heads(Mark* heads, O* last_heads, int* empties,
-                                           const O* offsets, const O* limits, u64 seg_begin,
-                                           u64 seg_end, u64 num_segments, u64 count,
-                                           const SegTile& at, T* dest, T identity, bool narrow,
-                                           int tid) {
+// fit (see Mark), else they are 0. With relative marks, also each mark's bit in `codes` (cleared).
+__device__ __forceinline__ void mark_heads(Mark* heads, unsigned* codes, O* last_heads,
+                                           int* empties, const O* offsets, const O* limits,
+                                           u64 seg_begin, u64 seg_end, u64 num_segments,
+                                           u64 count, const SegTile& at, T* dest, T identity,
+                                           bool narrow, int tid) {
   u64 base = at.base;
   auto mark = [&](u64 position, u64 k) {
     heads[position] = !MGPU_RELATIVE_MARKS ? (Mark)k : narrow ? (Mark)(k - seg_begin) : 0;
+    if (MGPU_RELATIVE_MARKS) {
+      const int word = (int)position / MGPU_VT;
+      atomicOr(codes + word, 1u << ((int)position - word * MGPU_VT));
+    }
   };
   for (u64 k0 = seg_begin + tid; k0 < seg_end; k0 += MGPU_MARK_BATCH * MGPU_NT) {
     O start[MGPU_MARK_BATCH], next[MGPU_MARK_BATCH];
@@ -603,6 +613,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   staged = true;  // head0, end_last and the first segment are read after the scan
 #else
   clear_marks(storage.heads, MGPU_NO_MARK, tid);
+#if MGPU_RELATIVE_MARKS
+  for (int j = tid; j <= MGPU_NT; j += MGPU_NT) storage.codes[j] = 0;
+#endif
   const bool narrow = !MGPU_RELATIVE_MARKS || seg_end - seg_begin < MGPU_NO_MARK;
 #if MGPU_INDIRECT
   clear_marks(storage.last_heads, MGPU_NO_SEGMENT, tid);
@@ -619,6 +632,11 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   }
 
   mark_heads(storage.heads,
+#if MGPU_RELATIVE_MARKS
+             storage.codes,
+#else
+             nullptr,
+#endif
 #if MGPU_INDIRECT
              storage.last_heads,
 #else
@@ -629,6 +647,21 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   cp_async_wait_all();
   __syncthreads();
 
+#if MGPU_RELATIVE_MARKS
+  // As the codes' below, but position n is always marked here (a segment starting there or, at
+  // the input's end, one past the last).
+  const unsigned code = storage.codes[tid];
+  const int items = n - first;  // the thread's items in the tile (VT, but in the last tile)
+  heads = items >= MGPU_VT ? code : items > 0 ? code & ((1u << items) - 1) : 0u;
+  ends = heads >> 1;
+  if (items > 0) {
+    const int after = min(items, MGPU_VT);  // the item after the thread's last
+    const unsigned next = after < MGPU_VT ? code >> after : storage.codes[tid + 1];
+    if (next & 1u) ends |= 1u << (after - 1);
+  }
+  head0 = (int)(storage.codes[0] & 1u);
+  end_last = (int)((storage.codes[n / MGPU_VT] >> (n % MGPU_VT)) & 1u);
+#else
   heads = 0;
 #pragma unroll
   for (int i = 0; i < MGPU_VT; ++i)
@@ -641,6 +674,7 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   // Read before the staging below may overwrite the marks.
   head0 = storage.heads[0] != MGPU_NO_MARK;
   end_last = storage.heads[n] != MGPU_NO_MARK;
+#endif
   staged = !storage.empties;  // uniform: set before the last barrier
 #endif
   // The thread's items: the values' own slots (copied there, or lane-strided SpMV's products put
