@@ -504,6 +504,21 @@ __device__ __forceinline__ void report_findings(const u64* bad, u64* report) {
   to[5] = 1;
 }
 
+// A thread's heads and ends (see the tile) from packed words: its own, `code`, less the bits past
+// the tile's last item (`items`: the thread's items in the tile, VT but in the last tile), and for
+// its last item the first bit after it, in `code` or in the next word, `next` (the next tile's
+// first position). `input_end`: the tile ends the input, whose end has no bit.
+__device__ __forceinline__ void thread_heads(unsigned code, unsigned next, int items,
+                                             bool input_end, unsigned& heads, unsigned& ends) {
+  heads = items >= MGPU_VT ? code : items > 0 ? code & ((1u << items) - 1) : 0u;
+  ends = heads >> 1;
+  if (items > 0) {
+    const int after = min(items, MGPU_VT);  // the item after the thread's last
+    const unsigned at = after < MGPU_VT ? code >> after : next;
+    if ((at & 1u) || (input_end && items <= MGPU_VT)) ends |= 1u << (after - 1);
+  }
+}
+
 #ifdef MGPU_WANT_mgpu_segreduce
 // One CTA per tile. For the spine, tile t leaves totals[t] (its (heads, reduction since its last
 // head) pair), continued[t] (whether its first item continues a segment that ends in the tile)
@@ -598,18 +613,8 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
 #endif
   cp_async_wait_all();
   __syncthreads();
-  // The thread's word, less the bit of the input's end; the next word's first bit is the head
-  // after its last item (the next tile's first, or the end of the input, which is a head).
-  unsigned code = storage.codes[tid];
-  int items = n - first;  // the thread's items in the tile (VT, but in the last tile)
-  heads = items >= MGPU_VT ? code : items > 0 ? code & ((1u << items) - 1) : 0u;
-  ends = heads >> 1;
-  if (items > 0) {
-    int after = min(items, MGPU_VT);  // the item after the thread's last
-    unsigned at = after < MGPU_VT ? code >> after : storage.codes[tid + 1];
-    // The next head, or the input's last item.
-    if ((at & 1u) || (last_tile && items <= MGPU_VT)) ends |= 1u << (after - 1);
-  }
+  // The input's end has no bit: the last tile's last item ends a segment.
+  thread_heads(storage.codes[tid], storage.codes[tid + 1], n - first, last_tile, heads, ends);
   staged = true;  // head0, end_last and the first segment are read after the scan
 #else
   clear_marks(storage.heads, MGPU_NO_MARK, tid);
@@ -648,17 +653,9 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, MGPU_OCC)
   __syncthreads();
 
 #if MGPU_RELATIVE_MARKS
-  // As the codes' below, but position n is always marked here (a segment starting there or, at
-  // the input's end, one past the last).
-  const unsigned code = storage.codes[tid];
-  const int items = n - first;  // the thread's items in the tile (VT, but in the last tile)
-  heads = items >= MGPU_VT ? code : items > 0 ? code & ((1u << items) - 1) : 0u;
-  ends = heads >> 1;
-  if (items > 0) {
-    const int after = min(items, MGPU_VT);  // the item after the thread's last
-    const unsigned next = after < MGPU_VT ? code >> after : storage.codes[tid + 1];
-    if (next & 1u) ends |= 1u << (after - 1);
-  }
+  // Position n is always marked here (a segment starting there or, at the input's end, one past
+  // the last).
+  thread_heads(storage.codes[tid], storage.codes[tid + 1], n - first, false, heads, ends);
   head0 = (int)(storage.codes[0] & 1u);
   end_last = (int)((storage.codes[n / MGPU_VT] >> (n % MGPU_VT)) & 1u);
 #else
