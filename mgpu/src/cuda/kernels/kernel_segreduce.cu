@@ -903,14 +903,16 @@ extern "C" __global__ void __launch_bounds__(MGPU_NT, 1)
     if (tid == 0) atomicAdd(tickets, blockIdx.x == 0 ? num_spine + 1 : 1ull);
     if (rejected) return;
     for (u64 s = blockIdx.x; s < num_spine; s += gridDim.x) {
-      u64 first = s * PER_TILE + (u64)tid * MGPU_SPINE_VT;
+      // The thread's tiles NT apart, so that a warp's loads are coalesced (each tile is
+      // completed on its own here; the scan below needs a thread's tiles consecutive).
+      u64 first = s * PER_TILE + (u64)tid;
       // Loaded before any store, as below.
       bool tile_continued[MGPU_SPINE_VT];
       T tile_leads[MGPU_SPINE_VT], carries[MGPU_SPINE_VT];
       O tile_slots[MGPU_SPINE_VT];
 #pragma unroll
       for (int i = 0; i < MGPU_SPINE_VT; ++i) {
-        u64 t = first + i;
+        u64 t = first + (u64)i * MGPU_NT;
         bool tile = t > 0 && t < num_tiles;  // tile 0 continues nothing
         tile_continued[i] = tile && continued[t];
         if (tile) {
