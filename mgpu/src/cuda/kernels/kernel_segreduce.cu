@@ -254,6 +254,18 @@ constexpr int MGPU_MARK_BATCH = 4;
 // many registers as two (six cost three CTAs per SM, BENCHMARKS.md).
 constexpr int MGPU_MARK_RUNS = 3;
 
+// The first of the segments [lo, hi) that starts at or after `position` (hi where none does), by
+// binary search: a tile limit searched by a lane alone (tile_limit), and the segment starting at
+// a marked position in a tile whose marks are not narrow (see Mark).
+__device__ __forceinline__ u64 first_segment_from(const O* offsets, u64 lo, u64 hi, u64 position) {
+  while (lo < hi) {
+    const u64 mid = lo + (hi - lo) / 2;
+    if ((u64)offsets[mid] < position) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 #if MGPU_WIDE_MARKS
 // Marks in `heads` where the segments [seg_begin, seg_end) start in the tile `at`, and position
 // at.n (see below); with empty segments, writes their identity and sets *empties; for indirect
@@ -317,17 +329,6 @@ __device__ __forceinline__ void mark_heads(Mark* heads, unsigned* codes, O* last
       mark(at.n, seg_end);
     }
   }
-}
-
-// The first of the segments [lo, hi) that starts at or after `position` (hi where none does): the
-// segment starting at a marked position, in a tile whose marks are not narrow (see Mark).
-__device__ __forceinline__ u64 first_segment_from(const O* offsets, u64 lo, u64 hi, u64 position) {
-  while (lo < hi) {
-    const u64 mid = lo + (hi - lo) / 2;
-    if ((u64)offsets[mid] < position) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 #else
 // Sets in `codes` (the tile's NT + 1 words, cleared) the bits of the segments [seg_begin,
@@ -1047,13 +1048,7 @@ __device__ __forceinline__ void tile_limit(const O* offsets, u64 num_segments, u
   const u64 position = t < num_tiles ? t * MGPU_NV : count;
   // The limit lies in [lo, hi]; probe r of a step is lo + (span * (r + 1)) / 2^parts_log.
   u64 lo = 0, hi = t <= num_tiles ? num_segments : 0;
-  if (team_log == 0) {  // a lane alone
-    while (lo < hi) {
-      const u64 mid = (lo + hi) / 2;
-      if ((u64)offsets[mid] < position) lo = mid + 1;
-      else hi = mid;
-    }
-  }
+  if (team_log == 0) lo = hi = first_segment_from(offsets, lo, hi, position);  // a lane alone
   while (__any_sync(MGPU_FULL_MASK, lo < hi)) {
     const u64 span = hi - lo;
     const bool searching = lo < hi;
